@@ -1,0 +1,27 @@
+// The options of each dptrain subcommand, filled by the CLI11 wiring in main.cpp, and the function in
+// cmd_<name>.cpp that carries it out by calling libdptrain. Returns the process exit status.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dp::app {
+
+// Process arguments, for subcommands that start MPI or relaunch themselves.
+struct ProcessArgs {
+  int* argc;
+  char*** argv;
+};
+
+struct RunCommand {
+  std::string job_path;
+  std::vector<std::string> overrides;  // --set dotted.key=value
+  std::string out_dir;                 // --out
+  bool resume = false, force = false, dry_run = false, json = false;
+};
+int cmd_run(const RunCommand& cmd, ProcessArgs process);
+
+// "dptrain 0.1.0" and the compiled-in backends.
+std::string version_text();
+
+}  // namespace dp::app

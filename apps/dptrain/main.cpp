@@ -1,0 +1,51 @@
+// dptrain's command line. All CLI11 wiring lives in this one translation unit (CLI11 is slow to
+// compile); each subcommand's work is in cmd_<name>.cpp. Errors from libdptrain become one line on
+// stderr and an exit status: 2 for bad input, 1 for failures while running.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "apps/dptrain/commands.h"
+#include "lib/core/backend.h"
+#include "lib/core/error.h"
+
+namespace dp::app {
+
+std::string version_text() {
+  return fmt::format("dptrain {}\nbackends: {}", DPTRAIN_VERSION, describe_backends(probe_backends()));
+}
+
+}  // namespace dp::app
+
+int main(int argc, char** argv) {
+  using namespace dp::app;
+  CLI::App app{"dptrain: data-parallel deep-learning training for clusters whose machines and links differ.\n"
+               "Jobs are TOML files (man dptrain-job(5))."};
+  app.set_version_flag("--version", [] { return version_text(); }, "print the version and backends, then exit");
+  app.require_subcommand(1);
+  int status = 0;
+  ProcessArgs process{&argc, &argv};
+
+  RunCommand run;
+  auto* run_cmd = app.add_subcommand("run", "train a job; outside an MPI job, launch itself under mpirun");
+  run_cmd->add_option("job", run.job_path, "the TOML job file")->required()->type_name("JOB.toml");
+  run_cmd->add_option("--set", run.overrides, "override a job key, validated like the file (repeatable)")
+      ->type_name("KEY=VALUE")->allow_extra_args(false);
+  run_cmd->add_option("--out", run.out_dir, "output directory (default: [job] output_dir, else runs/<name>)")
+      ->type_name("DIR");
+  run_cmd->add_flag("--resume", run.resume, "continue from the newest checkpoint in the output directory");
+  run_cmd->add_flag("--force", run.force, "replace an earlier run in the output directory");
+  run_cmd->add_flag("--dry-run", run.dry_run, "check everything and print the mpirun command, run nothing");
+  run_cmd->add_flag("--json", run.json, "print summary.json on stdout at the end (progress goes to stderr)");
+  run_cmd->callback([&] { status = cmd_run(run, process); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  } catch (const dp::Error& e) {
+    std::fprintf(stderr, "dptrain: %s\n", e.line().c_str());
+    return e.exit_code();
+  }
+  return status;
+}

@@ -1,0 +1,14 @@
+// Element-wise activations on the CPU.
+#include "kernels/cpu/ops.h"
+
+namespace dp::cpu {
+
+void relu_forward(const float* x, float* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void relu_backward(const float* y, const float* dy, float* dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+}  // namespace dp::cpu

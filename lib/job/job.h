@@ -1,0 +1,105 @@
+// A training job as plain structs: what a TOML job file (man dptrain-job(5)) says after parsing, defaults
+// filled in and every value validated. Parsing happens only here (load_job / parse_job); the rest of
+// dptrain reads these structs and never sees TOML.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dp {
+
+struct JobSection {
+  std::string name = "job";
+  uint64_t seed = 1;
+  std::string output_dir;  // empty: runs/<name>
+};
+
+struct ModelSection {
+  std::string type = "mlp";           // "mlp"
+  std::vector<int64_t> hidden = {256, 128};  // hidden layer widths of the MLP (ReLU between layers)
+};
+
+struct DataSection {
+  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "synthetic"
+  std::string path;                        // fashion-mnist: folder of the gzip IDX files; empty: Debian's
+  // synthetic: Gaussian clusters, deterministic from [job] seed
+  int64_t train_samples = 4096;
+  int64_t test_samples = 1024;
+  int64_t features = 32;
+  int64_t classes = 10;
+};
+
+struct OptimSection {
+  std::string name = "adamw";  // "sgd" | "adamw"
+  double lr = 1e-3;
+  double momentum = 0.9;       // sgd
+  double weight_decay = 0.0;   // sgd: L2 added to the gradient; adamw: decoupled
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adamw
+  std::string schedule = "constant";  // "constant" | "step" | "cosine"
+  int64_t warmup_steps = 0;    // linear warmup from 0 to lr
+  int64_t step_size = 1000;    // step: multiply by gamma every step_size steps
+  double gamma = 0.1;          // step
+  double min_lr = 0.0;         // cosine: floor
+};
+
+struct TrainSection {
+  int64_t epochs = 1;
+  int64_t steps = 0;           // > 0: stop after this many steps in total (overrides epochs)
+  int64_t global_batch = 128;  // samples per step, summed over all ranks
+  int64_t eval_every = 0;      // steps between test-set evaluations; 0: at the end of every epoch
+  int64_t threads = 0;         // compute threads per rank; 0: cores on the host / ranks on the host
+  std::string device = "cpu";  // "cpu"
+};
+
+struct ParallelSection {
+  std::string strategy = "data";  // "data": data parallelism, gradients averaged after backward
+};
+
+struct LaunchSection {
+  int64_t ranks = 1;
+  std::vector<std::string> hosts;        // mpirun --host entries ("node1:4"); empty: this machine
+  std::vector<std::string> mpirun_args;  // appended verbatim
+  std::string mpirun = "mpirun";
+};
+
+struct CheckpointSection {
+  bool enabled = true;
+  int64_t every = 0;  // steps between checkpoints; 0: at the end of every epoch (and of the run)
+  int64_t keep = 2;   // newest checkpoints kept; older ones are deleted
+};
+
+struct LogSection {
+  int64_t every = 10;             // steps between metrics.jsonl lines (and plain progress lines)
+  std::string progress = "auto";  // "auto" (bar on a terminal, lines otherwise) | "bar" | "plain" | "none"
+};
+
+struct Job {
+  JobSection job;
+  ModelSection model;
+  DataSection data;
+  OptimSection optim;
+  TrainSection train;
+  ParallelSection parallel;
+  LaunchSection launch;
+  CheckpointSection checkpoint;
+  LogSection log;
+  std::string source;  // the job file's path, for messages
+
+  // [job] output_dir, or runs/<name> when unset.
+  std::string output_dir() const { return job.output_dir.empty() ? "runs/" + job.name : job.output_dir; }
+};
+
+// Reads and validates a job file, then applies "--set dotted.key=value" overrides (validated the same way).
+// Throws JobError whose where() is "FILE:LINE:COL" (or "--set KEY=VALUE" for an override).
+Job load_job(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same, from text in memory; `source_name` is used in messages.
+Job parse_job(std::string_view text, const std::string& source_name,
+              const std::vector<std::string>& overrides = {});
+
+// The resolved job (every key, defaults included) as JSON text and as TOML text.
+std::string job_to_json(const Job& job);
+std::string job_to_toml(const Job& job);
+
+}  // namespace dp

@@ -1,0 +1,261 @@
+// Reading a job file: TOML syntax, structure (known tables and keys), value types and ranges, giving
+// FILE:LINE:COL errors with hints. Overrides are applied between the structure check and the value checks.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "lib/core/error.h"
+#include "lib/job/job.h"
+#include "lib/job/job_internal.h"
+#include "lib/job/schema.h"
+#include "lib/job/suggest.h"
+
+namespace dp {
+namespace job_detail {
+
+std::string position(const std::string& source, const toml::source_region& region) {
+  if (region.begin.line == 0) return source;
+  return fmt::format("{}:{}:{}", source, region.begin.line, region.begin.column);
+}
+
+std::string type_phrase(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    default:
+      return "nothing";
+  }
+}
+
+std::string unknown_key_hint(std::string_view table, std::string_view name) {
+  const std::vector<std::string> keys = key_names(table);
+  if (std::string near = closest(name, keys); !near.empty()) return "did you mean '" + near + "'?";
+  for (const auto& t : table_names())
+    if (find_key(t, name)) return fmt::format("'{}' is a key of [{}]", name, t);
+  return fmt::format("valid keys of [{}]: {}", table, join(keys));
+}
+
+static std::string bracketed_tables() {
+  std::vector<std::string> b;
+  for (const auto& t : table_names()) b.push_back("[" + t + "]");
+  return join(b);
+}
+
+std::string unknown_table_hint(std::string_view name) {
+  if (std::string near = closest(name, table_names()); !near.empty()) return "did you mean '[" + near + "]'?";
+  return "valid tables: " + bracketed_tables();
+}
+
+std::string outside_table_hint(std::string_view name) {
+  for (const auto& t : table_names())
+    if (find_key(t, name)) return fmt::format("'{}' is a key of [{}]; put it under that header", name, t);
+  return "every key belongs in one of the tables " + bracketed_tables();
+}
+
+namespace {
+
+// Only known tables, each a table, holding only known keys.
+void check_structure(const toml::table& doc, const std::string& src) {
+  const auto& tables = table_names();
+  for (auto&& [k, v] : doc) {
+    const std::string name(k.str());
+    if (std::find(tables.begin(), tables.end(), name) != tables.end()) {
+      const toml::table* t = v.as_table();
+      if (!t) {
+        const bool aot = v.is_array_of_tables();
+        throw JobError(position(src, v.source()),
+                       fmt::format("{}: expected a table, got {}", name, type_phrase(v)),
+                       aot ? fmt::format("write [{}], not [[{}]]", name, name)
+                           : fmt::format("write the keys under a [{}] header", name));
+      }
+      for (auto&& [k2, v2] : *t) {
+        const std::string key(k2.str());
+        if (!find_key(name, key))
+          throw JobError(position(src, k2.source()), fmt::format("unknown key '{}.{}'", name, key),
+                         unknown_key_hint(name, key));
+      }
+    } else if (v.is_table()) {
+      const auto& region = v.source().begin.line ? v.source() : k.source();
+      throw JobError(position(src, region), fmt::format("unknown table '[{}]'", name),
+                     unknown_table_hint(name));
+    } else {
+      throw JobError(position(src, k.source()), fmt::format("unknown key '{}' outside any table", name),
+                     outside_table_hint(name));
+    }
+  }
+}
+
+class Reader {
+ public:
+  Reader(const toml::table& doc, const std::string& src, const Origins& origins)
+      : doc_(doc), src_(src), origins_(origins) {}
+
+  // The value node of a key; nullptr when the key is not given.
+  const toml::node* node(const KeySpec& key) const {
+    const toml::table* t = doc_.get_as<toml::table>(key.table);
+    return t ? t->get(key.name) : nullptr;
+  }
+
+  // Where a key's value (or one element of it) is, for messages.
+  std::string where(const KeySpec& key, const toml::node* n, int index = -1) const {
+    if (auto it = origins_.find(key.dotted()); it != origins_.end()) return it->second;
+    if (!n) return src_;
+    if (index >= 0 && n->is_array() && static_cast<std::size_t>(index) < n->as_array()->size())
+      return position(src_, n->as_array()->get(static_cast<std::size_t>(index))->source());
+    return position(src_, n->source());
+  }
+
+  [[noreturn]] void type_error(const KeySpec& key, const toml::node& n, std::string_view expected,
+                               int index = -1) const {
+    const toml::node& bad = index >= 0 ? *n.as_array()->get(static_cast<std::size_t>(index)) : n;
+    std::string hint;
+    if (expected == "a string")
+      hint = "strings are quoted: \"...\"";
+    else if (expected == "an integer" && bad.is_floating_point())
+      hint = "write a whole number, without a decimal point or exponent";
+    else if (expected.starts_with("an array") && bad.is_string() && bad.as_string()->get().starts_with("["))
+      hint = "not a valid TOML array; quote strings inside it, e.g. [\"a:2\", \"b:2\"]";
+    else if (expected.starts_with("an array") && !bad.is_array())
+      hint = "write an array: [a, b, ...]";
+    else if (expected == "a boolean")
+      hint = "write true or false";
+    const std::string subject = index >= 0 ? fmt::format("{}[{}]", key.dotted(), index) : key.dotted();
+    throw JobError(where(key, &n, index),
+                   fmt::format("{}: expected {}, got {}", subject, expected, type_phrase(bad)), hint);
+  }
+
+  int64_t integer(const KeySpec& key, const toml::node& n, int index = -1) const {
+    const toml::node& v = index >= 0 ? *n.as_array()->get(static_cast<std::size_t>(index)) : n;
+    if (auto i = v.as_integer()) return i->get();
+    type_error(key, n, "an integer", index);
+  }
+
+  std::string string(const KeySpec& key, const toml::node& n, int index = -1) const {
+    const toml::node& v = index >= 0 ? *n.as_array()->get(static_cast<std::size_t>(index)) : n;
+    if (auto s = v.as_string()) return s->get();
+    type_error(key, n, "a string", index);
+  }
+
+  const toml::array& array(const KeySpec& key, const toml::node& n, std::string_view expected) const {
+    if (auto a = n.as_array()) return *a;
+    type_error(key, n, expected);
+  }
+
+  void read(const KeySpec& key, Job& job) const {
+    const toml::node* n = node(key);
+    if (!n) return;
+    std::visit(
+        [&](auto* field) {
+          using T = std::remove_pointer_t<decltype(field)>;
+          if constexpr (std::is_same_v<T, int64_t>) {
+            *field = integer(key, *n);
+          } else if constexpr (std::is_same_v<T, uint64_t>) {
+            const int64_t v = integer(key, *n);
+            if (v < 0)
+              throw JobError(where(key, n), fmt::format("{}: must be at least 0, got {}", key.dotted(), v));
+            *field = static_cast<uint64_t>(v);
+          } else if constexpr (std::is_same_v<T, double>) {
+            if (auto f = n->as_floating_point())
+              *field = f->get();
+            else if (auto i = n->as_integer())
+              *field = static_cast<double>(i->get());
+            else
+              type_error(key, *n, "a number");
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            *field = string(key, *n);
+          } else if constexpr (std::is_same_v<T, bool>) {
+            if (auto b = n->as_boolean())
+              *field = b->get();
+            else
+              type_error(key, *n, "a boolean");
+          } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            const toml::array& a = array(key, *n, "an array of integers");
+            field->clear();
+            for (std::size_t i = 0; i < a.size(); ++i)
+              field->push_back(integer(key, *n, static_cast<int>(i)));
+          } else {
+            static_assert(std::is_same_v<T, std::vector<std::string>>);
+            const toml::array& a = array(key, *n, "an array of strings");
+            field->clear();
+            for (std::size_t i = 0; i < a.size(); ++i) field->push_back(string(key, *n, static_cast<int>(i)));
+          }
+        },
+        key.field(job));
+  }
+
+  void check(const KeySpec& key, const Job& job) const {
+    auto p = check_key(key, job);
+    if (!p) return;
+    const std::string subject = p->index >= 0 ? fmt::format("{}[{}]", key.dotted(), p->index) : key.dotted();
+    throw JobError(where(key, node(key), p->index), subject + ": " + p->what, p->hint);
+  }
+
+ private:
+  const toml::table& doc_;
+  const std::string& src_;
+  const Origins& origins_;
+};
+
+}  // namespace
+}  // namespace job_detail
+
+Job parse_job(std::string_view text, const std::string& source_name,
+              const std::vector<std::string>& overrides) {
+  using namespace job_detail;
+  toml::table doc;
+  try {
+    doc = toml::parse(text, std::string_view(source_name));
+  } catch (const toml::parse_error& e) {
+    throw JobError(position(source_name, e.source()), std::string(e.description()),
+                   "the file is not valid TOML");
+  }
+  check_structure(doc, source_name);
+  Origins origins;
+  apply_overrides(doc, overrides, origins);
+
+  Job job;
+  job.source = source_name;
+  const Reader reader(doc, source_name, origins);
+  for (const auto& key : schema()) reader.read(key, job);
+  for (const auto& key : schema()) reader.check(key, job);
+  return job;
+}
+
+Job load_job(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw JobError(path, "cannot read the job file: it is a directory", "give the path of a .toml job file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    throw JobError(path, std::string("cannot read the job file: ") + std::strerror(err),
+                   "check the path; job files are described in dptrain-job(5)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw JobError(path, "cannot read the job file: read error");
+  return parse_job(text.str(), path, overrides);
+}
+
+}  // namespace dp

@@ -1,0 +1,198 @@
+// The job schema: one row per key (table, name, Job field, range check, valid values). The enumerations'
+// valid values live here and only here; extend them here (and in man/dptrain-job.5).
+#include "lib/job/schema.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/job/suggest.h"
+
+namespace dp::job_detail {
+
+// --- Valid values of the enumerated keys ------------------------------------------------------------
+static const std::vector<std::string> kModelTypes = {"mlp"};
+static const std::vector<std::string> kDatasets = {"fashion-mnist", "synthetic"};
+static const std::vector<std::string> kOptimizers = {"sgd", "adamw"};
+static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"};
+static const std::vector<std::string> kDevices = {"cpu"};
+static const std::vector<std::string> kStrategies = {"data"};
+static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
+
+std::string number_text(double v) { return fmt::format("{}", v); }
+
+// --- Range checks ----------------------------------------------------------------------------------------
+using Check = std::optional<Problem>;
+
+static Check at_least(int64_t v, int64_t lo) {
+  if (v >= lo) return std::nullopt;
+  return Problem{fmt::format("must be at least {}, got {}", lo, v)};
+}
+static Check finite(double v) {
+  if (std::isfinite(v)) return std::nullopt;
+  return Problem{"must be a finite number, got " + number_text(v)};
+}
+static Check positive(double v) {
+  if (auto p = finite(v)) return p;
+  if (v > 0) return std::nullopt;
+  return Problem{"must be greater than 0, got " + number_text(v)};
+}
+static Check non_negative(double v) {
+  if (auto p = finite(v)) return p;
+  if (v >= 0) return std::nullopt;
+  return Problem{"must be at least 0, got " + number_text(v)};
+}
+// [0, 1)
+static Check unit_half_open(double v) {
+  if (v >= 0 && v < 1) return std::nullopt;
+  return Problem{"must be in [0, 1), got " + number_text(v)};
+}
+// (0, 1]
+static Check unit_open_closed(double v) {
+  if (v > 0 && v <= 1) return std::nullopt;
+  return Problem{"must be in (0, 1], got " + number_text(v)};
+}
+static Check not_empty(const std::string& s) {
+  if (!s.empty()) return std::nullopt;
+  return Problem{"must not be empty"};
+}
+
+static Check check_name(const Job& j) {
+  const std::string& n = j.job.name;
+  if (n.empty())
+    return Problem{"must not be empty", -1, "the name is used for the output folder runs/<name>"};
+  const bool ok = std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+  if (!ok)
+    return Problem{fmt::format("may contain only letters, digits, '.', '_' and '-', got '{}'", n), -1,
+                   "the name is used for the output folder runs/<name>"};
+  if (n == "." || n == "..") return Problem{fmt::format("must not be '{}'", n)};
+  return std::nullopt;
+}
+
+static Check check_hidden(const Job& j) {
+  const auto& h = j.model.hidden;
+  if (h.empty()) return Problem{"must not be empty", -1, "give the hidden layer widths, e.g. [256, 128]"};
+  for (std::size_t i = 0; i < h.size(); ++i)
+    if (auto p = at_least(h[i], 1)) return Problem{p->what, static_cast<int>(i)};
+  return std::nullopt;
+}
+
+static Check check_hosts(const Job& j) {
+  const auto& h = j.launch.hosts;
+  for (std::size_t i = 0; i < h.size(); ++i)
+    if (h[i].empty())
+      return Problem{"must not be empty", static_cast<int>(i), "write hosts as \"name:slots\""};
+  return std::nullopt;
+}
+
+static Check check_min_lr(const Job& j) {
+  if (auto p = non_negative(j.optim.min_lr)) return p;
+  if (j.optim.min_lr <= j.optim.lr) return std::nullopt;
+  return Problem{fmt::format("must not exceed optim.lr ({}), got {}", number_text(j.optim.lr),
+                             number_text(j.optim.min_lr))};
+}
+
+// --- The schema ------------------------------------------------------------------------------------------
+#define DP_FIELD(member) [](Job& j) -> FieldRef { return &j.member; }
+#define DP_RULE(expr) [](const Job& j) -> Check { return expr; }
+
+// clang-format off
+const std::vector<KeySpec>& schema() {
+  static const std::vector<KeySpec> keys = {
+      {"job", "name", DP_FIELD(job.name), check_name, {}},
+      {"job", "seed", DP_FIELD(job.seed), nullptr, {}},  // >= 0: checked while reading
+      {"job", "output_dir", DP_FIELD(job.output_dir), nullptr, {}},
+
+      {"model", "type", DP_FIELD(model.type), nullptr, kModelTypes},
+      {"model", "hidden", DP_FIELD(model.hidden), check_hidden, {}},
+
+      {"data", "dataset", DP_FIELD(data.dataset), nullptr, kDatasets},
+      {"data", "path", DP_FIELD(data.path), nullptr, {}},
+      {"data", "train_samples", DP_FIELD(data.train_samples), DP_RULE(at_least(j.data.train_samples, 1)), {}},
+      {"data", "test_samples", DP_FIELD(data.test_samples), DP_RULE(at_least(j.data.test_samples, 1)), {}},
+      {"data", "features", DP_FIELD(data.features), DP_RULE(at_least(j.data.features, 1)), {}},
+      {"data", "classes", DP_FIELD(data.classes), DP_RULE(at_least(j.data.classes, 2)), {}},
+
+      {"optim", "name", DP_FIELD(optim.name), nullptr, kOptimizers},
+      {"optim", "lr", DP_FIELD(optim.lr), DP_RULE(positive(j.optim.lr)), {}},
+      {"optim", "momentum", DP_FIELD(optim.momentum), DP_RULE(unit_half_open(j.optim.momentum)), {}},
+      {"optim", "weight_decay", DP_FIELD(optim.weight_decay), DP_RULE(non_negative(j.optim.weight_decay)), {}},
+      {"optim", "beta1", DP_FIELD(optim.beta1), DP_RULE(unit_half_open(j.optim.beta1)), {}},
+      {"optim", "beta2", DP_FIELD(optim.beta2), DP_RULE(unit_half_open(j.optim.beta2)), {}},
+      {"optim", "eps", DP_FIELD(optim.eps), DP_RULE(positive(j.optim.eps)), {}},
+      {"optim", "schedule", DP_FIELD(optim.schedule), nullptr, kSchedules},
+      {"optim", "warmup_steps", DP_FIELD(optim.warmup_steps), DP_RULE(at_least(j.optim.warmup_steps, 0)), {}},
+      {"optim", "step_size", DP_FIELD(optim.step_size), DP_RULE(at_least(j.optim.step_size, 1)), {}},
+      {"optim", "gamma", DP_FIELD(optim.gamma), DP_RULE(unit_open_closed(j.optim.gamma)), {}},
+      {"optim", "min_lr", DP_FIELD(optim.min_lr), check_min_lr, {}},
+
+      {"train", "epochs", DP_FIELD(train.epochs), DP_RULE(at_least(j.train.epochs, 1)), {}},
+      {"train", "steps", DP_FIELD(train.steps), DP_RULE(at_least(j.train.steps, 0)), {}},
+      {"train", "global_batch", DP_FIELD(train.global_batch), DP_RULE(at_least(j.train.global_batch, 1)), {}},
+      {"train", "eval_every", DP_FIELD(train.eval_every), DP_RULE(at_least(j.train.eval_every, 0)), {}},
+      {"train", "threads", DP_FIELD(train.threads), DP_RULE(at_least(j.train.threads, 0)), {}},
+      {"train", "device", DP_FIELD(train.device), nullptr, kDevices},
+
+      {"parallel", "strategy", DP_FIELD(parallel.strategy), nullptr, kStrategies},
+
+      {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(at_least(j.launch.ranks, 1)), {}},
+      {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts, {}},
+      {"launch", "mpirun_args", DP_FIELD(launch.mpirun_args), nullptr, {}},
+      {"launch", "mpirun", DP_FIELD(launch.mpirun), DP_RULE(not_empty(j.launch.mpirun)), {}},
+
+      {"checkpoint", "enabled", DP_FIELD(checkpoint.enabled), nullptr, {}},
+      {"checkpoint", "every", DP_FIELD(checkpoint.every), DP_RULE(at_least(j.checkpoint.every, 0)), {}},
+      {"checkpoint", "keep", DP_FIELD(checkpoint.keep), DP_RULE(at_least(j.checkpoint.keep, 1)), {}},
+
+      {"log", "every", DP_FIELD(log.every), DP_RULE(at_least(j.log.every, 1)), {}},
+      {"log", "progress", DP_FIELD(log.progress), nullptr, kProgress},
+  };
+  return keys;
+}
+// clang-format on
+
+#undef DP_FIELD
+#undef DP_RULE
+
+const std::vector<std::string>& table_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& k : schema())
+      if (std::find(n.begin(), n.end(), k.table) == n.end()) n.push_back(k.table);
+    return n;
+  }();
+  return names;
+}
+
+std::vector<std::string> key_names(std::string_view table) {
+  std::vector<std::string> n;
+  for (const auto& k : schema())
+    if (k.table == table) n.push_back(k.name);
+  return n;
+}
+
+const KeySpec* find_key(std::string_view table, std::string_view name) {
+  for (const auto& k : schema())
+    if (k.table == table && k.name == name) return &k;
+  return nullptr;
+}
+
+Check check_key(const KeySpec& key, const Job& job) {
+  if (!key.choices.empty()) {
+    Job copy = job;  // field() wants a mutable Job; enumerations are strings
+    const std::string& v = *std::get<std::string*>(key.field(copy));
+    if (std::find(key.choices.begin(), key.choices.end(), v) == key.choices.end()) {
+      std::string hint;
+      if (std::string near = closest(v, key.choices); !near.empty()) hint = "did you mean '" + near + "'? ";
+      hint += "valid values: " + join(key.choices);
+      return Problem{"unknown value '" + v + "'", -1, hint};
+    }
+  }
+  return key.check ? key.check(job) : std::nullopt;
+}
+
+}  // namespace dp::job_detail

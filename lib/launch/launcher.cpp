@@ -1,0 +1,110 @@
+// mpirun command construction and process spawning for `dptrain run`.
+#include "lib/launch/launcher.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "lib/core/error.h"
+
+extern char** environ;
+
+namespace dp {
+
+LaunchHost this_host() {
+  LaunchHost h;
+  h.is_root = ::geteuid() == 0;
+  h.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  std::error_code ec;
+  h.self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  h.getenv = [](const char* name) { return std::getenv(name); };
+  return h;
+}
+
+bool inside_mpi_job(const std::function<const char*(const char*)>& getenv) {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+    if (getenv(var)) return true;
+  // srun starts a step: SLURM_STEP_ID and SLURM_PROCID are set for each task (not in an salloc shell).
+  return getenv("SLURM_STEP_ID") && getenv("SLURM_PROCID");
+}
+
+std::vector<std::string> mpirun_command(const LaunchSection& launch, const LaunchHost& host,
+                                        const std::vector<std::string>& self_args) {
+  std::vector<std::string> cmd{launch.mpirun, "-np", std::to_string(launch.ranks)};
+  if (host.is_root) cmd.push_back("--allow-run-as-root");
+  if (launch.hosts.empty()) {
+    // One machine: keep all traffic local; allow more ranks than cores (and then do not pin them).
+    cmd.insert(cmd.end(), {"--mca", "btl", "self,vader", "--mca", "oob_tcp_if_include", "lo"});
+    if (launch.ranks > host.cores) cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", "none"});
+  } else {
+    std::string list;
+    for (const auto& h : launch.hosts) list += (list.empty() ? "" : ",") + h;
+    cmd.insert(cmd.end(), {"--host", list});
+  }
+  // Forward what ranks need; mpirun forwards nothing to remote hosts by itself.
+  for (const char* var : {"PATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                          "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"})
+    if (host.getenv(var)) cmd.insert(cmd.end(), {"-x", var});
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "DPTRAIN_", 8) == 0) cmd.insert(cmd.end(), {"-x", std::string(*e, std::strchr(*e, '=') - *e)});
+  cmd.insert(cmd.end(), launch.mpirun_args.begin(), launch.mpirun_args.end());
+  cmd.push_back(host.self_exe);
+  cmd.insert(cmd.end(), self_args.begin(), self_args.end());
+  return cmd;
+}
+
+std::string shell_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& a : argv) {
+    if (!line.empty()) line += ' ';
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789-_./=:,@+%") == std::string::npos;
+    if (plain) {
+      line += a;
+      continue;
+    }
+    line += '\'';
+    for (char c : a) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
+}
+
+int run_and_wait(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // The terminal's Ctrl-C reaches mpirun too, which stops the ranks and exits: this process ignores it
+  // while waiting so that it can return mpirun's status; the child starts with default handlers.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  auto* previous = ::signal(SIGINT, SIG_IGN);
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    ::signal(SIGINT, previous);
+    throw UsageError(argv[0], std::string("cannot start: ") + std::strerror(rc),
+                     "install OpenMPI (apt-get install openmpi-bin) or set [launch] mpirun");
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw RuntimeFailure(argv[0], std::string("waitpid: ") + std::strerror(errno));
+  ::signal(SIGINT, previous);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace dp

@@ -1,0 +1,42 @@
+// Launching dptrain under mpirun. Building the command is a pure function of the job's [launch] table and
+// facts about this machine (tested without MPI); running it forks, execs and returns the exit status.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/job/job.h"
+
+namespace dp {
+
+// Facts about where `dptrain run` was started.
+struct LaunchHost {
+  bool is_root = false;
+  int cores = 1;
+  std::string self_exe;  // absolute path of this executable
+  // Environment lookup (name -> value, or null when unset).
+  std::function<const char*(const char*)> getenv;
+};
+
+LaunchHost this_host();
+
+// True when this process is already one rank of an MPI job (mpirun, srun, or another PMI launcher).
+bool inside_mpi_job(const std::function<const char*(const char*)>& getenv);
+
+// The full mpirun command that runs `self_args` (the subcommand and its arguments) on every rank:
+// -np from [launch] ranks, --host from hosts, --oversubscribe when local ranks exceed the cores,
+// --allow-run-as-root for root, loopback-only transports on one machine, -x for the environment
+// variables ranks need (OpenBLAS/OpenMP settings, PATH, LD_LIBRARY_PATH, DPTRAIN_*), then the job's
+// extra mpirun_args verbatim.
+std::vector<std::string> mpirun_command(const LaunchSection& launch, const LaunchHost& host,
+                                        const std::vector<std::string>& self_args);
+
+// The command as one line a shell would accept (arguments quoted where needed).
+std::string shell_line(const std::vector<std::string>& argv);
+
+// Runs argv (searching PATH), waits, returns its exit status (128 + signal when killed by a signal).
+// Throws UsageError when the program cannot be started (for example mpirun is not installed).
+int run_and_wait(const std::vector<std::string>& argv);
+
+}  // namespace dp

@@ -1,0 +1,166 @@
+// Checkpoint file format, atomic writing and verified reading.
+//
+// Layout (little-endian):
+//   Header (fixed 88 bytes): magic "DPTRCKPT", u32 version, u32 header_bytes, u64 fingerprint,
+//   char optimizer[16], i64 step, i64 optimizer_steps, u64 param_count, u64 state_count,
+//   u64 payload_bytes, u32 payload_crc32, u32 header_crc32 (over the preceding header bytes)
+//   Payload: params (param_count floats), optimizer state (state_count floats).
+#include "lib/train/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.h"
+
+namespace dp {
+namespace {
+
+constexpr char kMagic[8] = {'D', 'P', 'T', 'R', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+
+#pragma pack(push, 1)
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_bytes;
+  uint64_t fingerprint;
+  char optimizer[16];
+  int64_t step;
+  int64_t optimizer_steps;
+  uint64_t param_count;
+  uint64_t state_count;
+  uint64_t payload_bytes;
+  uint32_t payload_crc;
+  uint32_t header_crc;
+};
+#pragma pack(pop)
+static_assert(sizeof(Header) == 88);
+
+uint32_t crc32_of(const void* data, size_t bytes, uint32_t crc = 0) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (bytes > 0) {  // zlib takes uInt lengths
+    const uInt n = uInt(std::min<size_t>(bytes, 1u << 30));
+    crc = uint32_t(::crc32(crc, p, n));
+    p += n;
+    bytes -= n;
+  }
+  return crc;
+}
+
+void write_all(int fd, const void* data, size_t bytes, const std::string& path) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, bytes);
+    if (n < 0) throw RuntimeFailure(path, fmt::format("write failed: {}", std::strerror(errno)), "check free disk space");
+    p += n;
+    bytes -= size_t(n);
+  }
+}
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, const Checkpoint& c) {
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kVersion;
+  h.header_bytes = sizeof(Header);
+  h.fingerprint = c.model_fingerprint;
+  std::strncpy(h.optimizer, c.optimizer.c_str(), sizeof h.optimizer - 1);
+  h.step = c.step;
+  h.optimizer_steps = c.optimizer_steps;
+  h.param_count = c.params.size();
+  h.state_count = c.optimizer_state.size();
+  h.payload_bytes = (h.param_count + h.state_count) * sizeof(float);
+  h.payload_crc = crc32_of(c.params.data(), c.params.size() * sizeof(float));
+  h.payload_crc = crc32_of(c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), h.payload_crc);
+  h.header_crc = crc32_of(&h, offsetof(Header, header_crc));
+
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw RuntimeFailure(tmp, fmt::format("cannot create: {}", std::strerror(errno)), "check the output directory");
+  write_all(fd, &h, sizeof h, tmp);
+  write_all(fd, c.params.data(), c.params.size() * sizeof(float), tmp);
+  write_all(fd, c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), tmp);
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    throw RuntimeFailure(tmp, fmt::format("flush failed: {}", std::strerror(errno)), "check free disk space");
+  std::filesystem::rename(tmp, path);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY); dfd >= 0) {
+    ::fsync(dfd);  // make the rename itself durable
+    ::close(dfd);
+  }
+}
+
+Checkpoint read_checkpoint(const std::string& path) {
+  const char* delete_hint = "delete this file to resume from an older checkpoint, or start without --resume";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(path, "cannot open checkpoint", "check the path and permissions");
+  Header h{};
+  in.read(reinterpret_cast<char*>(&h), sizeof h);
+  if (in.gcount() != std::streamsize(sizeof h) || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    throw CheckpointError(path, "not a dptrain checkpoint (bad magic or shorter than a header)", delete_hint);
+  if (h.version != kVersion || h.header_bytes != sizeof(Header))
+    throw CheckpointError(path, fmt::format("unsupported checkpoint format version {} (this dptrain reads {})",
+                                            h.version, kVersion), "use the dptrain version that wrote it");
+  if (crc32_of(&h, offsetof(Header, header_crc)) != h.header_crc)
+    throw CheckpointError(path, "header checksum mismatch: the checkpoint is corrupted", delete_hint);
+  if (h.payload_bytes != (h.param_count + h.state_count) * sizeof(float) || h.optimizer[15] != '\0')
+    throw CheckpointError(path, "inconsistent header sizes: the checkpoint is corrupted", delete_hint);
+  const auto file_bytes = std::filesystem::file_size(path);
+  if (file_bytes != sizeof(Header) + h.payload_bytes)
+    throw CheckpointError(path, fmt::format("truncated or padded: {} bytes, header promises {}", file_bytes,
+                                            sizeof(Header) + h.payload_bytes), delete_hint);
+  Checkpoint c;
+  c.model_fingerprint = h.fingerprint;
+  c.optimizer = h.optimizer;
+  c.step = h.step;
+  c.optimizer_steps = h.optimizer_steps;
+  c.params.resize(h.param_count);
+  c.optimizer_state.resize(h.state_count);
+  in.read(reinterpret_cast<char*>(c.params.data()), std::streamsize(c.params.size() * sizeof(float)));
+  in.read(reinterpret_cast<char*>(c.optimizer_state.data()),
+          std::streamsize(c.optimizer_state.size() * sizeof(float)));
+  if (!in) throw CheckpointError(path, "read failed in the payload", delete_hint);
+  uint32_t crc = crc32_of(c.params.data(), c.params.size() * sizeof(float));
+  crc = crc32_of(c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), crc);
+  if (crc != h.payload_crc)
+    throw CheckpointError(path, "payload checksum mismatch: the checkpoint is corrupted", delete_hint);
+  return c;
+}
+
+std::string checkpoint_path(const std::string& dir, int64_t step) {
+  return fmt::format("{}/step-{:08d}.ckpt", dir, step);
+}
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.starts_with("step-") && name.ends_with(".ckpt"))
+      files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());  // zero-padded step numbers sort by step
+  return files;
+}
+
+std::optional<std::string> newest_checkpoint(const std::string& dir) {
+  auto files = list_checkpoints(dir);
+  if (files.empty()) return std::nullopt;
+  return files.back();
+}
+
+void prune_checkpoints(const std::string& dir, int64_t keep) {
+  auto files = list_checkpoints(dir);
+  for (size_t i = 0; i + size_t(keep) < files.size(); ++i) std::filesystem::remove(files[i]);
+}
+
+}  // namespace dp

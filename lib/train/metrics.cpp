@@ -1,0 +1,46 @@
+// JSON lines for metrics.jsonl and the summary document. Floats print in their shortest exact form,
+// so equal losses give byte-identical lines.
+#include "lib/train/metrics.h"
+
+#include <fmt/format.h>
+
+#include "lib/core/error.h"
+
+namespace dp {
+
+MetricsLog::MetricsLog(const std::string& path) : file_(std::fopen(path.c_str(), "a")), path_(path) {
+  if (!file_) throw RuntimeFailure(path, "cannot open metrics log for writing", "check permissions");
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(const TrainLine& l) {
+  fmt::print(file_,
+             "{{\"kind\":\"train\",\"step\":{},\"epoch\":{},\"rank\":{},\"loss\":{},\"lr\":{},"
+             "\"samples_per_sec\":{:.1f},\"local_batch\":{},\"compute_ms\":{:.3f},\"wait_ms\":{:.3f},"
+             "\"comm_ms\":{:.3f},\"update_ms\":{:.3f}}}\n",
+             l.step, l.epoch, l.rank, l.loss, l.lr, l.samples_per_sec, l.times.local_batch,
+             l.times.compute_ms, l.times.wait_ms, l.times.comm_ms, l.times.update_ms);
+}
+
+void MetricsLog::write(const EvalLine& l) {
+  fmt::print(file_, "{{\"kind\":\"eval\",\"step\":{},\"epoch\":{},\"test_loss\":{},\"test_accuracy\":{}}}\n",
+             l.step, l.epoch, l.test_loss, l.test_accuracy);
+}
+
+void MetricsLog::flush() { std::fflush(file_); }
+
+std::string summary_json(const Summary& s) {
+  return fmt::format(
+      "{{\n  \"test_accuracy\": {},\n  \"test_loss\": {},\n  \"train_loss\": {},\n"
+      "  \"samples_per_sec\": {:.1f},\n  \"wall_seconds\": {:.3f},\n  \"train_seconds\": {:.3f},\n"
+      "  \"ranks\": {},\n  \"epochs\": {},\n  \"steps\": {},\n  \"resumed_from_step\": {},\n"
+      "  \"model\": \"{}\",\n  \"parameters\": {},\n  \"job\": {}\n}}\n",
+      s.test_accuracy, s.test_loss, s.train_loss, s.samples_per_sec, s.wall_seconds, s.train_seconds,
+      s.ranks, s.epochs, s.steps, s.resumed_from_step, s.model, s.parameters,
+      s.job_json.empty() ? "{}" : s.job_json);
+}
+
+}  // namespace dp

@@ -1,0 +1,58 @@
+// metrics.jsonl (one JSON object per line: a "train" line per logged step per rank, an "eval" line per
+// evaluation) and summary.json. Written by rank 0 only.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace dp {
+
+// What one rank measured in one step. Times in milliseconds.
+struct StepTimes {
+  double compute_ms = 0;  // batch gather, forward and backward
+  double wait_ms = 0;     // waiting for the slowest rank before gradient exchange
+  double comm_ms = 0;     // gradient exchange
+  double update_ms = 0;   // optimizer
+  int64_t local_batch = 0;
+};
+
+struct TrainLine {
+  int64_t step = 0, epoch = 0;
+  int rank = 0;
+  double loss = 0, lr = 0, samples_per_sec = 0;
+  StepTimes times;
+};
+
+struct EvalLine {
+  int64_t step = 0, epoch = 0;
+  double test_loss = 0, test_accuracy = 0;
+};
+
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path);  // appends
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  void write(const TrainLine& l);
+  void write(const EvalLine& l);
+  void flush();
+
+ private:
+  std::FILE* file_;
+  std::string path_;
+};
+
+struct Summary {
+  double test_accuracy = 0, test_loss = 0, train_loss = 0;
+  double samples_per_sec = 0;  // training steps only
+  double wall_seconds = 0, train_seconds = 0;
+  int ranks = 1;
+  int64_t epochs = 0, steps = 0, resumed_from_step = 0, parameters = 0;
+  std::string model, job_json;
+};
+
+std::string summary_json(const Summary& s);
+
+}  // namespace dp

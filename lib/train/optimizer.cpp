@@ -1,0 +1,67 @@
+// SGD with momentum and AdamW over flat buffers, and learning-rate schedules.
+#include "lib/train/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "kernels/cpu/ops.h"
+#include "lib/core/error.h"
+
+namespace dp {
+namespace {
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(const OptimSection& s, int64_t n) : spec_(s) { state_.assign(size_t(n), 0.0f); }  // velocity (P)
+  std::string name() const override { return "sgd"; }
+  void step(std::span<float> p, std::span<const float> g, double lr) override {
+    DP_CHECK(p.size() == g.size() && p.size() == state_.size(), "buffer sizes differ");
+    cpu::sgd_momentum_update(p.data(), g.data(), state_.data(), int64_t(p.size()), float(lr),
+                             float(spec_.momentum), float(spec_.weight_decay));
+    ++steps_;
+  }
+
+ private:
+  OptimSection spec_;
+};
+
+class AdamW final : public Optimizer {
+ public:
+  AdamW(const OptimSection& s, int64_t n) : spec_(s), n_(n) { state_.assign(size_t(2 * n), 0.0f); }  // m (P), v (P)
+  std::string name() const override { return "adamw"; }
+  void step(std::span<float> p, std::span<const float> g, double lr) override {
+    DP_CHECK(int64_t(p.size()) == n_ && g.size() == p.size(), "buffer sizes differ");
+    ++steps_;
+    cpu::adamw_update(p.data(), g.data(), state_.data(), state_.data() + n_, n_, float(lr),
+                      float(spec_.beta1), float(spec_.beta2), float(spec_.eps), float(spec_.weight_decay),
+                      steps_);
+  }
+
+ private:
+  OptimSection spec_;
+  int64_t n_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimSection& spec, int64_t param_count) {
+  if (spec.name == "sgd") return std::make_unique<Sgd>(spec, param_count);
+  if (spec.name == "adamw") return std::make_unique<AdamW>(spec, param_count);
+  throw JobError("[optim] name", "unknown optimizer '" + spec.name + "'", "valid: sgd, adamw");
+}
+
+double learning_rate(const OptimSection& s, int64_t step, int64_t total_steps) {
+  if (step < s.warmup_steps) return s.lr * double(step + 1) / double(s.warmup_steps);
+  const int64_t t = step - s.warmup_steps;
+  if (s.schedule == "constant") return s.lr;
+  if (s.schedule == "step") return s.lr * std::pow(s.gamma, double(t / s.step_size));
+  if (s.schedule == "cosine") {
+    const int64_t span = std::max<int64_t>(1, total_steps - s.warmup_steps);
+    const double progress = std::min(1.0, double(t) / double(span));
+    return s.min_lr + (s.lr - s.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  }
+  throw JobError("[optim] schedule", "unknown schedule '" + s.schedule + "'", "valid: constant, step, cosine");
+}
+
+}  // namespace dp

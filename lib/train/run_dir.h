@@ -1,0 +1,28 @@
+// The run's output directory: refuses to overwrite an earlier run by accident, and on --resume keeps the
+// metrics log consistent with the checkpoint being resumed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dp {
+
+struct RunDir {
+  std::string root;
+  std::string checkpoints() const { return root + "/checkpoints"; }
+  std::string metrics() const { return root + "/metrics.jsonl"; }
+  std::string summary() const { return root + "/summary.json"; }
+  std::string job() const { return root + "/job.toml"; }
+};
+
+// Read-only check, safe on every rank: a new run (not resume) into a directory that already holds a run
+// is a UsageError unless `force`.
+void check_run_dir(const RunDir& dir, bool resume, bool force);
+// Rank 0 only, after every check passed: creates the folders; for a forced new run removes the previous
+// run's files (metrics, summary, checkpoints, job); on resume drops metrics lines after `resume_step`.
+void prepare_run_dir(const RunDir& dir, bool resume, bool force, int64_t resume_step);
+
+// Writes `text` to `path` atomically (temporary file + rename).
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace dp

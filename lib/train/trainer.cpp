@@ -1,0 +1,236 @@
+// The data-parallel training loop.
+#include "lib/train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "kernels/cpu/ops.h"
+#include "lib/core/error.h"
+#include "lib/data/dataset.h"
+#include "lib/train/checkpoint.h"
+#include "lib/train/optimizer.h"
+#include "lib/train/progress.h"
+#include "lib/train/run_dir.h"
+#include "models/model.h"
+
+namespace dp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// What a run needs before its first step; building it checks every input and writes nothing.
+struct Setup {
+  RunDir dir;
+  DatasetSplits data;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Optimizer> optimizer;
+  std::optional<Checkpoint> resume_from;
+  int64_t steps_per_epoch = 0, total_steps = 0;
+};
+
+Setup build_setup(const Job& job, const RunOptions& opts) {
+  Setup s;
+  s.dir.root = opts.out_dir.empty() ? job.output_dir() : opts.out_dir;
+  check_run_dir(s.dir, opts.resume, opts.force);
+  s.data = load_dataset(job.data, job.job.seed);
+  s.model = make_model(job.model, s.data.train.features, s.data.train.classes, job.job.seed);
+  s.optimizer = make_optimizer(job.optim, int64_t(s.model->params().size()));
+  s.steps_per_epoch = steps_per_epoch(s.data.train.count, job.train.global_batch);
+  s.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * s.steps_per_epoch;
+  if (opts.resume) {
+    const auto path = newest_checkpoint(s.dir.checkpoints());
+    if (!path)
+      throw CheckpointError(s.dir.checkpoints(), "no checkpoint to resume from",
+                            "run without --resume to start from scratch");
+    Checkpoint c = read_checkpoint(*path);
+    if (c.model_fingerprint != s.model->fingerprint() || c.params.size() != s.model->params().size())
+      throw CheckpointError(*path, fmt::format("checkpoint was written by a different model ({} parameters; "
+                                               "the job's model is {})", c.params.size(), s.model->describe()),
+                            "resume with the job that wrote it, or start a new run with --out");
+    if (c.optimizer != s.optimizer->name() || c.optimizer_state.size() != s.optimizer->state().size())
+      throw CheckpointError(*path, fmt::format("checkpoint holds '{}' optimizer state; the job uses '{}'",
+                                               c.optimizer, s.optimizer->name()),
+                            "set [optim] name to the optimizer of the checkpointed run");
+    s.resume_from = std::move(c);
+  }
+  return s;
+}
+
+int default_threads(const Job& job, const Communicator& comm) {
+  if (job.train.threads > 0) return int(job.train.threads);
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, comm.local_size()));
+}
+
+// Rank 0 evaluates the whole test set in chunks.
+EvalLine evaluate(Model& model, const Dataset& test, int64_t step, int64_t epoch) {
+  constexpr int64_t kChunk = 1000;
+  std::vector<float> x(size_t(kChunk * test.features));
+  std::vector<int32_t> y(static_cast<size_t>(kChunk));
+  std::vector<uint32_t> idx(static_cast<size_t>(kChunk));
+  StepStats total;
+  for (int64_t begin = 0; begin < test.count; begin += kChunk) {
+    const int64_t n = std::min(kChunk, test.count - begin);
+    for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = uint32_t(begin + i);
+    gather_batch(test, std::span(idx.data(), size_t(n)), x.data(), y.data());
+    const StepStats s = model.evaluate(x.data(), y.data(), n);
+    total.loss_sum += s.loss_sum;
+    total.correct += s.correct;
+    total.count += s.count;
+  }
+  return {step, epoch, total.loss_sum / double(total.count), double(total.correct) / double(total.count)};
+}
+
+}  // namespace
+
+void check_run_inputs(const Job& job, const RunOptions& opts) { (void)build_setup(job, opts); }
+
+RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
+  const auto wall_start = Clock::now();
+  Setup s = build_setup(job, opts);
+  const bool leader = comm.rank() == 0;
+  const int world = comm.size();
+  cpu::set_compute_threads(default_threads(job, comm));
+
+  Model& model = *s.model;
+  Optimizer& opt = *s.optimizer;
+  int64_t step = 0;  // steps completed
+  if (s.resume_from) {
+    std::copy(s.resume_from->params.begin(), s.resume_from->params.end(), model.params().begin());
+    std::copy(s.resume_from->optimizer_state.begin(), s.resume_from->optimizer_state.end(),
+              opt.state().begin());
+    opt.set_steps_taken(s.resume_from->optimizer_steps);
+    step = s.resume_from->step;
+  }
+  std::unique_ptr<MetricsLog> metrics;
+  std::unique_ptr<Progress> progress;
+  if (leader) {
+    prepare_run_dir(s.dir, opts.resume, opts.force, step);
+    write_file_atomic(s.dir.job(), job_to_toml(job));
+    metrics = std::make_unique<MetricsLog>(s.dir.metrics());
+    progress = std::make_unique<Progress>(opts.log, job.log.progress, s.total_steps, job.log.every);
+    progress->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each; {} steps of {} samples{}",
+                               model.describe(), world, cpu::compute_threads(), s.total_steps,
+                               job.train.global_batch,
+                               step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
+  }
+  comm.barrier();  // the directory is ready before anyone trains
+
+  const Dataset& train_set = s.data.train;
+  const int64_t features = train_set.features;
+  std::vector<float> x(size_t(job.train.global_batch * features));
+  std::vector<int32_t> y(static_cast<size_t>(job.train.global_batch));
+  std::vector<uint32_t> permutation;
+  int64_t permutation_epoch = -1;
+
+  RunResult result;
+  result.first_step = step + 1;
+  double train_seconds = 0, last_loss = 0;
+  int64_t trained_samples = 0;
+  std::optional<EvalLine> last_eval;
+  const int64_t stop = opts.stop_after >= 0 ? std::min(opts.stop_after, s.total_steps) : s.total_steps;
+
+  while (step < stop) {
+    const int64_t epoch = step / s.steps_per_epoch, in_epoch = step % s.steps_per_epoch;
+    if (epoch != permutation_epoch) {
+      permutation = epoch_permutation(train_set.count, job.job.seed, epoch);
+      permutation_epoch = epoch;
+    }
+    const int64_t batch = step_batch_size(train_set.count, job.train.global_batch, in_epoch);
+    const std::vector<int64_t> shares = equal_shares(batch, world);
+    const auto mine = rank_indices(permutation, job.train.global_batch, in_epoch, shares, comm.rank());
+
+    // Compute: gather, forward, backward. Gradients come out pre-divided by the global batch.
+    const auto t0 = Clock::now();
+    gather_batch(train_set, mine, x.data(), y.data());
+    const StepStats local = model.forward_backward(x.data(), y.data(), int64_t(mine.size()),
+                                                   1.0f / float(batch));
+    const auto t1 = Clock::now();
+    // Wait for the slowest rank, then sum gradients and loss over ranks.
+    double sums[2] = {local.loss_sum, double(local.correct)};
+    auto t2 = t1, t3 = t1;
+    if (world > 1) {
+      comm.barrier();
+      t2 = Clock::now();
+      comm.allreduce_sum(model.grads());
+      comm.allreduce_sum(std::span<double>(sums, 2));
+      t3 = Clock::now();
+    }
+    const double lr = learning_rate(job.optim, step, s.total_steps);
+    opt.step(model.params(), model.grads(), lr);
+    const auto t4 = Clock::now();
+    ++step;
+
+    const double step_seconds = std::chrono::duration<double>(t4 - t0).count();
+    train_seconds += step_seconds;
+    trained_samples += batch;
+    last_loss = sums[0] / double(batch);
+    result.losses.push_back(last_loss);
+    const StepTimes times{ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, t3), ms_between(t3, t4),
+                          int64_t(mine.size())};
+    const bool epoch_end = step % s.steps_per_epoch == 0;
+    if (step % job.log.every == 0 || step == stop) {
+      const auto all = comm.allgather_value(times);
+      if (leader)
+        for (int r = 0; r < world; ++r)
+          metrics->write(TrainLine{step, epoch, r, last_loss, lr, double(batch) / step_seconds, all[size_t(r)]});
+    }
+    if (leader) progress->step(step, epoch, last_loss, double(batch) / step_seconds, step_seconds);
+
+    // Pauses outside the timed steps: evaluation and checkpoints, then everyone lines up again.
+    const bool eval_due = job.train.eval_every > 0 ? step % job.train.eval_every == 0 : epoch_end;
+    const bool ckpt_due = job.checkpoint.enabled &&
+                          (job.checkpoint.every > 0 ? step % job.checkpoint.every == 0 : epoch_end);
+    const bool last = step == s.total_steps;
+    if (leader && (eval_due || last)) {
+      last_eval = evaluate(model, s.data.test, step, epoch);
+      metrics->write(*last_eval);
+      progress->note(fmt::format("step {} epoch {}: test loss {:.4f}, test accuracy {:.4f}", step, epoch,
+                                 last_eval->test_loss, last_eval->test_accuracy));
+    }
+    if (leader && job.checkpoint.enabled && (ckpt_due || last)) {
+      metrics->flush();
+      write_checkpoint(checkpoint_path(s.dir.checkpoints(), step),
+                       {model.fingerprint(), opt.name(), step, opt.steps_taken(),
+                        {model.params().begin(), model.params().end()},
+                        {opt.state().begin(), opt.state().end()}});
+      prune_checkpoints(s.dir.checkpoints(), job.checkpoint.keep);
+    }
+    if (eval_due || ckpt_due || last) comm.barrier();
+  }
+
+  if (leader) {
+    progress->finish();
+    if (!last_eval) last_eval = evaluate(model, s.data.test, step, step / s.steps_per_epoch);
+    metrics->flush();
+    Summary& sum = result.summary;
+    sum.test_accuracy = last_eval->test_accuracy;
+    sum.test_loss = last_eval->test_loss;
+    sum.train_loss = last_loss;
+    sum.samples_per_sec = train_seconds > 0 ? double(trained_samples) / train_seconds : 0;
+    sum.train_seconds = train_seconds;
+    sum.wall_seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
+    sum.ranks = world;
+    sum.epochs = (step + s.steps_per_epoch - 1) / s.steps_per_epoch;
+    sum.steps = step;
+    sum.resumed_from_step = result.first_step - 1;
+    sum.parameters = int64_t(model.params().size());
+    sum.model = model.describe();
+    sum.job_json = job_to_json(job);
+    write_file_atomic(s.dir.summary(), summary_json(sum));
+    progress->note(fmt::format("done: test accuracy {:.4f}, test loss {:.4f}, {:.0f} samples/s, {:.1f} s; "
+                               "wrote {}", sum.test_accuracy, sum.test_loss, sum.samples_per_sec,
+                               sum.wall_seconds, s.dir.summary()));
+  }
+  return result;
+}
+
+}  // namespace dp

@@ -1,0 +1,38 @@
+// Data-parallel training of a job on a communicator: each epoch one global permutation from the seed,
+// each step's global batch divided among the ranks, gradients averaged across ranks after backward,
+// rank 0 evaluating, logging and checkpointing.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "lib/comm/communicator.h"
+#include "lib/job/job.h"
+#include "lib/train/metrics.h"
+
+namespace dp {
+
+struct RunOptions {
+  std::string out_dir;        // empty: the job's output_dir()
+  bool resume = false;        // continue from the newest checkpoint in out_dir/checkpoints
+  bool force = false;         // replace an earlier run in out_dir
+  int64_t stop_after = -1;    // >= 0: end this invocation after that many completed steps (as if stopped)
+  std::FILE* log = stdout;    // progress and notes (rank 0)
+};
+
+struct RunResult {
+  Summary summary;
+  std::vector<double> losses;  // global mean training loss of each step this invocation ran
+  int64_t first_step = 1;      // step number of losses[0]
+};
+
+// Everything that can be checked before ranks start: the dataset, the model, the checkpoint to resume
+// (verified, and matching the model), the output directory. Throws InputError subclasses.
+void check_run_inputs(const Job& job, const RunOptions& opts);
+
+// Runs the job on `comm` (all ranks call it). Returns on every rank; only rank 0 writes files.
+RunResult train(const Job& job, Communicator& comm, const RunOptions& opts);
+
+}  // namespace dp

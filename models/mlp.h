@@ -1,0 +1,34 @@
+// Multi-layer perceptron: Linear -> ReLU -> ... -> Linear, softmax cross-entropy on the logits.
+#pragma once
+
+#include <vector>
+
+#include "models/model.h"
+
+namespace dp {
+
+class Mlp final : public Model {
+ public:
+  // widths: features, hidden..., classes. Weights and biases ~ U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's
+  // default for nn.Linear), drawn from `seed` layer by layer.
+  Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed);
+
+  std::string type() const override { return "mlp"; }
+  StepStats forward_backward(const float* x, const int32_t* y, int64_t n, float loss_scale) override;
+  StepStats evaluate(const float* x, const int32_t* y, int64_t n) override;
+  std::string describe() const override;
+
+ private:
+  struct Dense {                // one Linear (+ ReLU unless it is the last)
+    int64_t in, out;
+    int64_t w_offset, b_offset; // into params_/grads_: w (out, in), b (out)
+    bool relu;
+  };
+  void forward(const float* x, int64_t n);  // fills acts_
+
+  std::vector<Dense> dense_;
+  std::vector<std::vector<float>> acts_;  // acts_[l]: output of dense_[l] after its ReLU, (n, out)
+  std::vector<float> dlogits_, dbuf_a_, dbuf_b_;
+};
+
+}  // namespace dp

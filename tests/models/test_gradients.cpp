@@ -1,0 +1,173 @@
+// Every layer's backward, and the whole MLP's gradient, against central finite differences.
+#define BOOST_TEST_MODULE gradients
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+#include "lib/core/rng.h"
+#include "models/mlp.h"
+
+namespace {
+
+std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
+  dp::Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = float(rng.normal() * scale);
+  return v;
+}
+
+// Relative difference with a floor so that tiny gradients compare absolutely.
+double rel_diff(double a, double b) { return std::abs(a - b) / std::max(1e-2, std::abs(a) + std::abs(b)); }
+
+// Central difference of f with respect to v[i] (float storage, double evaluation).
+double numeric_grad(std::vector<float>& v, size_t i, const std::function<double()>& f, float eps) {
+  const float saved = v[i];
+  v[i] = saved + eps;
+  const double up = f();
+  v[i] = saved - eps;
+  const double down = f();
+  v[i] = saved;
+  return (up - down) / (2.0 * double(eps));
+}
+
+// The scalar loss sum(y * r) makes dL/dy = r.
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(linear_backward_matches_finite_differences) {
+  const int64_t n = 5, in = 7, out = 4;
+  auto x = random_vector(size_t(n * in), 1), w = random_vector(size_t(out * in), 2),
+       b = random_vector(size_t(out), 3), r = random_vector(size_t(n * out), 4);
+  std::vector<float> y(size_t(n * out)), dx(x.size()), dw(w.size()), db(b.size());
+  auto loss = [&] {
+    dp::cpu::linear_forward(x.data(), w.data(), b.data(), y.data(), n, in, out);
+    return dot(y, r);
+  };
+  dp::cpu::linear_backward(x.data(), w.data(), r.data(), dx.data(), dw.data(), db.data(), n, in, out);
+  for (size_t i = 0; i < w.size(); ++i) BOOST_TEST(rel_diff(dw[i], numeric_grad(w, i, loss, 1e-2f)) < 1e-3);
+  for (size_t i = 0; i < b.size(); ++i) BOOST_TEST(rel_diff(db[i], numeric_grad(b, i, loss, 1e-2f)) < 1e-3);
+  for (size_t i = 0; i < x.size(); ++i) BOOST_TEST(rel_diff(dx[i], numeric_grad(x, i, loss, 1e-2f)) < 3e-3);
+}
+
+BOOST_AUTO_TEST_CASE(linear_backward_with_no_samples_zeroes_gradients) {
+  std::vector<float> w(6, 1.0f), dw(6, 7.0f), db(3, 7.0f);
+  dp::cpu::linear_backward(nullptr, w.data(), nullptr, nullptr, dw.data(), db.data(), 0, 2, 3);
+  for (float g : dw) BOOST_TEST(g == 0.0f);
+  for (float g : db) BOOST_TEST(g == 0.0f);
+}
+
+BOOST_AUTO_TEST_CASE(relu_backward_matches_finite_differences) {
+  auto x = random_vector(64, 5);
+  for (auto& v : x)
+    if (std::abs(v) < 0.05f) v = 0.1f;  // keep away from the kink
+  const auto r = random_vector(64, 6);
+  std::vector<float> y(64), dx(64);
+  auto loss = [&] {
+    dp::cpu::relu_forward(x.data(), y.data(), 64);
+    return dot(y, r);
+  };
+  loss();
+  dp::cpu::relu_backward(y.data(), r.data(), dx.data(), 64);
+  for (size_t i = 0; i < x.size(); ++i) BOOST_TEST(rel_diff(dx[i], numeric_grad(x, i, loss, 1e-3f)) < 1e-3);
+}
+
+BOOST_AUTO_TEST_CASE(softmax_cross_entropy_matches_finite_differences) {
+  const int64_t n = 6, classes = 5;
+  auto logits = random_vector(size_t(n * classes), 7, 2.0);
+  const std::vector<int32_t> labels{0, 4, 2, 2, 1, 3};
+  std::vector<float> d(logits.size());
+  const float scale = 0.25f;
+  const auto sums = dp::cpu::softmax_cross_entropy(logits.data(), labels.data(), d.data(), n, classes, scale);
+  auto loss = [&] {
+    return scale * dp::cpu::softmax_cross_entropy(logits.data(), labels.data(), nullptr, n, classes, 1.0f).loss;
+  };
+  BOOST_TEST(sums.loss > 0.0);
+  for (size_t i = 0; i < logits.size(); ++i)
+    BOOST_TEST(rel_diff(d[i], numeric_grad(logits, i, loss, 1e-2f)) < 2e-3);
+}
+
+BOOST_AUTO_TEST_CASE(softmax_cross_entropy_values) {
+  // Two equal logits: loss log(2) each; arg-max ties go to the first class.
+  const std::vector<float> logits{1.0f, 1.0f, 3.0f, -1.0f};
+  const std::vector<int32_t> labels{1, 0};
+  const auto s = dp::cpu::softmax_cross_entropy(logits.data(), labels.data(), nullptr, 2, 2, 1.0f);
+  BOOST_TEST(s.loss == std::log(2.0) + std::log(1.0 + std::exp(-4.0)), boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(s.correct == 1);
+}
+
+// Independent double-precision reference of the MLP's mean loss, reading the model's flat float buffer
+// with the documented layout: per layer w (out, in) then b (out); ReLU after all but the last layer.
+double reference_mlp_loss(const std::vector<double>& p, const std::vector<int64_t>& widths,
+                          const std::vector<float>& x, const std::vector<int32_t>& y) {
+  const size_t n = y.size();
+  double total = 0;
+  for (size_t s = 0; s < n; ++s) {
+    std::vector<double> a(x.begin() + long(s * size_t(widths[0])), x.begin() + long((s + 1) * size_t(widths[0])));
+    size_t off = 0;
+    for (size_t l = 0; l + 1 < widths.size(); ++l) {
+      const size_t in = size_t(widths[l]), out = size_t(widths[l + 1]);
+      std::vector<double> z(out);
+      for (size_t o = 0; o < out; ++o) {
+        double acc = p[off + out * in + o];
+        for (size_t i = 0; i < in; ++i) acc += p[off + o * in + i] * a[i];
+        z[o] = (l + 2 < widths.size()) ? std::max(0.0, acc) : acc;
+      }
+      off += out * in + out;
+      a = z;
+    }
+    double zmax = a[0], denom = 0;
+    for (double v : a) zmax = std::max(zmax, v);
+    for (double v : a) denom += std::exp(v - zmax);
+    total += std::log(denom) - (a[size_t(y[s])] - zmax);
+  }
+  return total / double(n);
+}
+
+BOOST_AUTO_TEST_CASE(whole_mlp_gradient_matches_finite_differences) {
+  const int64_t n = 8, features = 6, classes = 4;
+  const std::vector<int64_t> widths{features, 10, 7, classes};
+  dp::Mlp model({10, 7}, features, classes, /*seed=*/11);
+  const auto x = random_vector(size_t(n * features), 12);
+  const std::vector<int32_t> y{0, 1, 2, 3, 3, 2, 1, 0};
+  const auto stats = model.forward_backward(x.data(), y.data(), n, 1.0f / float(n));
+  std::vector<double> p(model.params().begin(), model.params().end());
+  // The float model and the double reference agree on the loss itself...
+  BOOST_TEST(stats.loss_sum / double(n) == reference_mlp_loss(p, widths, x, y), boost::test_tools::tolerance(1e-5));
+  // ...and every parameter's gradient matches the reference's central difference (step 1e-6 in double,
+  // far too small to cross a ReLU kink).
+  int checked = 0;
+  for (size_t i = 0; i < p.size(); ++i, ++checked) {
+    const double saved = p[i], h = 1e-6;
+    p[i] = saved + h;
+    const double up = reference_mlp_loss(p, widths, x, y);
+    p[i] = saved - h;
+    const double down = reference_mlp_loss(p, widths, x, y);
+    p[i] = saved;
+    const double numeric = (up - down) / (2 * h), analytic = model.grads()[i];
+    BOOST_TEST(std::abs(analytic - numeric) < 1e-5 + 1e-3 * std::abs(numeric),
+               "parameter " << i << ": analytic " << analytic << ", numeric " << numeric);
+  }
+  BOOST_TEST(checked == int(model.params().size()));
+  BOOST_TEST(model.layers().size() == 5u);  // fc1 relu1 fc2 relu2 fc3
+}
+
+BOOST_AUTO_TEST_CASE(layer_list_reports_sizes_and_flops) {
+  dp::Mlp model({16}, 8, 3, 1);
+  const auto& l = model.layers();
+  BOOST_TEST(l[0].kind == "linear");
+  BOOST_TEST(l[0].param_count == 16 * 8 + 16);
+  BOOST_TEST(l[0].flops_per_sample == 2.0 * 8 * 16);
+  BOOST_TEST(l[2].param_offset == 16 * 8 + 16);
+  BOOST_TEST(int64_t(model.params().size()) == l[0].param_count + l[2].param_count);
+  dp::Mlp same({16}, 8, 3, 99), other({17}, 8, 3, 1);
+  BOOST_TEST(model.fingerprint() == same.fingerprint());   // values do not matter
+  BOOST_TEST(model.fingerprint() != other.fingerprint());  // shapes do
+}

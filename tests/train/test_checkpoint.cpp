@@ -1,0 +1,123 @@
+// Checkpoint round trip, and every way a checkpoint file can be wrong.
+#define BOOST_TEST_MODULE checkpoint
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lib/core/error.h"
+#include "lib/train/checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("dptrain-ckpt-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+dp::Checkpoint sample() {
+  dp::Checkpoint c;
+  c.model_fingerprint = 0x1234;
+  c.optimizer = "adamw";
+  c.step = 40;
+  c.optimizer_steps = 40;
+  for (int i = 0; i < 1000; ++i) c.params.push_back(float(i) * 0.5f);
+  for (int i = 0; i < 2000; ++i) c.optimizer_state.push_back(float(-i));
+  return c;
+}
+
+void flip_byte(const fs::path& p, std::streamoff offset) {
+  std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(offset);
+  char c = 0;
+  f.get(c);
+  f.seekp(offset);
+  f.put(char(c ^ 0x5a));
+}
+
+bool mentions(const dp::CheckpointError& e, const std::string& text) {
+  return e.line().find(text) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(round_trip_is_exact) {
+  TempDir t;
+  const auto path = dp::checkpoint_path(t.path.string(), 40);
+  dp::write_checkpoint(path, sample());
+  BOOST_TEST(!fs::exists(path + ".tmp"));
+  const auto c = dp::read_checkpoint(path);
+  const auto s = sample();
+  BOOST_TEST(c.model_fingerprint == s.model_fingerprint);
+  BOOST_TEST(c.optimizer == "adamw");
+  BOOST_TEST(c.step == 40);
+  BOOST_TEST(c.params == s.params);
+  BOOST_TEST(c.optimizer_state == s.optimizer_state);
+}
+
+BOOST_AUTO_TEST_CASE(corrupted_payload_is_rejected) {
+  TempDir t;
+  const auto path = dp::checkpoint_path(t.path.string(), 1);
+  dp::write_checkpoint(path, sample());
+  flip_byte(path, 88 + 4000);
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError,
+                        [&](const auto& e) { return mentions(e, "payload checksum") && mentions(e, path); });
+}
+
+BOOST_AUTO_TEST_CASE(corrupted_header_is_rejected) {
+  TempDir t;
+  const auto path = dp::checkpoint_path(t.path.string(), 1);
+  dp::write_checkpoint(path, sample());
+  flip_byte(path, 40);  // inside step
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError,
+                        [](const auto& e) { return mentions(e, "header checksum"); });
+}
+
+BOOST_AUTO_TEST_CASE(truncated_file_is_rejected) {
+  TempDir t;
+  const auto path = dp::checkpoint_path(t.path.string(), 1);
+  dp::write_checkpoint(path, sample());
+  fs::resize_file(path, fs::file_size(path) - 10);
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError,
+                        [](const auto& e) { return mentions(e, "truncated"); });
+  fs::resize_file(path, 20);
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError,
+                        [](const auto& e) { return mentions(e, "not a dptrain checkpoint"); });
+}
+
+BOOST_AUTO_TEST_CASE(other_files_are_rejected) {
+  TempDir t;
+  const auto path = (t.path / "step-00000001.ckpt").string();
+  std::ofstream(path) << std::string(200, 'x');
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError,
+                        [](const auto& e) { return mentions(e, "not a dptrain checkpoint"); });
+  BOOST_CHECK_THROW(dp::read_checkpoint((t.path / "missing.ckpt").string()), dp::CheckpointError);
+}
+
+BOOST_AUTO_TEST_CASE(newer_format_version_is_rejected) {
+  TempDir t;
+  const auto path = dp::checkpoint_path(t.path.string(), 1);
+  dp::write_checkpoint(path, sample());
+  flip_byte(path, 8);  // version field
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError,
+                        [](const auto& e) { return mentions(e, "format version"); });
+}
+
+BOOST_AUTO_TEST_CASE(listing_and_pruning_keep_the_newest) {
+  TempDir t;
+  for (int step : {5, 100, 20, 1000}) dp::write_checkpoint(dp::checkpoint_path(t.path.string(), step), sample());
+  std::ofstream(t.path / "notes.txt") << "not a checkpoint";
+  BOOST_TEST(dp::list_checkpoints(t.path.string()).size() == 4u);
+  BOOST_TEST(*dp::newest_checkpoint(t.path.string()) == dp::checkpoint_path(t.path.string(), 1000));
+  dp::prune_checkpoints(t.path.string(), 2);
+  const auto left = dp::list_checkpoints(t.path.string());
+  BOOST_TEST(left.size() == 2u);
+  BOOST_TEST(left[0] == dp::checkpoint_path(t.path.string(), 100));
+  BOOST_TEST(fs::exists(t.path / "notes.txt"));
+  BOOST_TEST(!dp::newest_checkpoint((t.path / "none").string()).has_value());
+}
