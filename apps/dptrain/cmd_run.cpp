@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string_view>
 
 #include "apps/dptrain/commands.h"
 #include "lib/comm/communicator.h"
@@ -27,7 +28,10 @@ RunOptions run_options(const RunCommand& cmd) {
 int launch(const RunCommand& cmd, ProcessArgs process) {
   const Job job = load_job(cmd.job_path, cmd.overrides);
   check_run_inputs(job, run_options(cmd));
-  std::vector<std::string> self_args(*process.argv + 1, *process.argv + *process.argc);
+  // The ranks get this command line without --dry-run, so the printed command is the one a run executes.
+  std::vector<std::string> self_args;
+  for (int i = 1; i < *process.argc; ++i)
+    if (std::string_view((*process.argv)[i]) != "--dry-run") self_args.emplace_back((*process.argv)[i]);
   // mpirun gives ranks a pseudo-terminal, so only this process can tell whether output is a terminal.
   if (job.log.progress == "auto")
     self_args.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"

@@ -3,6 +3,9 @@
 // stderr and an exit status: 2 for bad input, 1 for failures while running.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "apps/dptrain/commands.h"
 #include "lib/core/backend.h"
@@ -12,6 +15,17 @@ namespace dp::app {
 
 std::string version_text() {
   return fmt::format("dptrain {}\nbackends: {}", DPTRAIN_VERSION, describe_backends(probe_backends()));
+}
+
+// One line for a command-line mistake, naming an unknown subcommand instead of CLI11's "a subcommand is
+// required".
+std::string usage_error_line(const CLI::App& app, int argc, char** argv, const CLI::ParseError& e) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  const std::string valid = fmt::format("{}", fmt::join(names, ", "));
+  if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end())
+    return dp::UsageError("", fmt::format("unknown subcommand '{}'", argv[1]), "valid: " + valid).line();
+  return dp::UsageError("", e.what(), "see 'dptrain --help'").line();
 }
 
 }  // namespace dp::app
@@ -40,9 +54,15 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    std::fprintf(stderr, "dptrain: %s\n", usage_error_line(app, argc, argv, e).c_str());
+    return 2;
   } catch (const dp::Error& e) {
     std::fprintf(stderr, "dptrain: %s\n", e.line().c_str());
     return e.exit_code();

@@ -23,8 +23,15 @@ LaunchHost this_host() {
   h.cores = int(std::max(1u, std::thread::hardware_concurrency()));
   std::error_code ec;
   h.self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  h.getenv = [](const char* name) { return std::getenv(name); };
+  for (char** e = environ; e && *e; ++e) h.environment.emplace_back(*e);
   return h;
+}
+
+const char* LaunchHost::getenv(std::string_view name) const {
+  for (const auto& entry : environment)
+    if (entry.size() > name.size() && entry[name.size()] == '=' && entry.starts_with(name))
+      return entry.c_str() + name.size() + 1;
+  return nullptr;
 }
 
 bool inside_mpi_job(const std::function<const char*(const char*)>& getenv) {
@@ -51,8 +58,9 @@ std::vector<std::string> mpirun_command(const LaunchSection& launch, const Launc
   for (const char* var : {"PATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                           "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"})
     if (host.getenv(var)) cmd.insert(cmd.end(), {"-x", var});
-  for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "DPTRAIN_", 8) == 0) cmd.insert(cmd.end(), {"-x", std::string(*e, std::strchr(*e, '=') - *e)});
+  for (const auto& entry : host.environment)
+    if (entry.starts_with("DPTRAIN_") && entry.find('=') != std::string::npos)
+      cmd.insert(cmd.end(), {"-x", entry.substr(0, entry.find('='))});
   cmd.insert(cmd.end(), launch.mpirun_args.begin(), launch.mpirun_args.end());
   cmd.push_back(host.self_exe);
   cmd.insert(cmd.end(), self_args.begin(), self_args.end());

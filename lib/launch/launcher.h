@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/job/job.h"
@@ -15,8 +16,10 @@ struct LaunchHost {
   bool is_root = false;
   int cores = 1;
   std::string self_exe;  // absolute path of this executable
-  // Environment lookup (name -> value, or null when unset).
-  std::function<const char*(const char*)> getenv;
+  std::vector<std::string> environment;  // "NAME=VALUE" entries, as in environ
+
+  // The value of `name` in `environment`, or null when unset.
+  const char* getenv(std::string_view name) const;
 };
 
 LaunchHost this_host();
@@ -28,7 +31,7 @@ bool inside_mpi_job(const std::function<const char*(const char*)>& getenv);
 // -np from [launch] ranks, --host from hosts, --oversubscribe when local ranks exceed the cores,
 // --allow-run-as-root for root, loopback-only transports on one machine, -x for the environment
 // variables ranks need (OpenBLAS/OpenMP settings, PATH, LD_LIBRARY_PATH, DPTRAIN_*), then the job's
-// extra mpirun_args verbatim.
+// extra mpirun_args verbatim. Reads nothing but its arguments.
 std::vector<std::string> mpirun_command(const LaunchSection& launch, const LaunchHost& host,
                                         const std::vector<std::string>& self_args);
 

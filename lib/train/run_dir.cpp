@@ -3,7 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 
 #include "lib/core/error.h"
 #include "lib/train/checkpoint.h"
@@ -17,11 +17,14 @@ bool holds_run(const RunDir& d) {
   return fs::exists(d.metrics()) || fs::exists(d.summary()) || !list_checkpoints(d.checkpoints()).empty();
 }
 
-// The value of "step" in a metrics line, or -1.
+// The value of "step" in a complete metrics line (a JSON object), or -1.
 int64_t step_of(const std::string& line) {
+  if (!line.starts_with('{') || !line.ends_with('}')) return -1;
   const auto pos = line.find("\"step\":");
   if (pos == std::string::npos) return -1;
-  return std::strtoll(line.c_str() + pos + 7, nullptr, 10);
+  char* end = nullptr;
+  const long long step = std::strtoll(line.c_str() + pos + 7, &end, 10);
+  return end != line.c_str() + pos + 7 && *end == ',' ? step : -1;
 }
 
 }  // namespace
@@ -55,11 +58,17 @@ void prepare_run_dir(const RunDir& d, bool resume, bool force, int64_t resume_st
     fs::remove(d.summary());
   }
   if (resume && fs::exists(d.metrics())) {
-    std::ifstream in(d.metrics());
-    std::ostringstream kept;
-    for (std::string line; std::getline(in, line);)
-      if (step_of(line) <= resume_step) kept << line << '\n';
-    write_file_atomic(d.metrics(), kept.str());
+    // Keep the complete lines up to the resume point. A run killed mid-write can leave a partial last
+    // line (no newline): it and everything after the checkpoint are written again by this run.
+    std::ifstream in(d.metrics(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string kept;
+    for (size_t begin = 0, end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
+      const std::string line = text.substr(begin, end - begin);
+      const int64_t step = step_of(line);
+      if (step >= 0 && step <= resume_step) kept += line + '\n';
+    }
+    write_file_atomic(d.metrics(), kept);
   }
 }
 

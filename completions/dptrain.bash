@@ -1,0 +1,154 @@
+# bash completion for dptrain(1).
+# Install: copy to /usr/share/bash-completion/completions/dptrain (or source it from ~/.bashrc).
+#
+# Completes the subcommand (run), run's options, .toml job files, directories for --out, and job keys
+# (table.key=) for --set, with the valid values of the enumerated keys after the '='.
+# Works with and without the bash-completion package.
+
+# Every job key (lib/job/schema.cpp; man dptrain-job(5)).
+_dptrain_keys=(
+  job.name job.seed job.output_dir
+  model.type model.hidden
+  data.dataset data.path data.train_samples data.test_samples data.features data.classes
+  optim.name optim.lr optim.momentum optim.weight_decay optim.beta1 optim.beta2 optim.eps
+  optim.schedule optim.warmup_steps optim.step_size optim.gamma optim.min_lr
+  train.epochs train.steps train.global_batch train.eval_every train.threads train.device
+  parallel.strategy
+  launch.ranks launch.hosts launch.mpirun_args launch.mpirun
+  checkpoint.enabled checkpoint.every checkpoint.keep
+  log.every log.progress
+)
+
+# Valid values of the enumerated keys, "dir" for keys that name a directory, or nothing.
+_dptrain_values() {
+  case $1 in
+    model.type) echo mlp ;;
+    data.dataset) echo fashion-mnist synthetic ;;
+    optim.name) echo sgd adamw ;;
+    optim.schedule) echo constant step cosine ;;
+    train.device) echo cpu ;;
+    parallel.strategy) echo data ;;
+    checkpoint.enabled) echo true false ;;
+    log.progress) echo auto bar plain none ;;
+    data.path | job.output_dir) echo dir ;;
+  esac
+}
+
+# Appends to COMPREPLY the directories (and with $2 = toml, the *.toml files) starting with $1.
+_dptrain_paths() {
+  local cur=$1 kind=$2 IFS=$'\n' f
+  compopt -o filenames 2>/dev/null
+  COMPREPLY+=($(compgen -d -- "$cur"))
+  if [[ $kind == toml ]]; then
+    for f in $(compgen -f -- "$cur"); do
+      [[ $f == *.toml && ! -d $f ]] && COMPREPLY+=("$f")
+    done
+  fi
+}
+
+# Candidates for the argument of --set, given what is typed so far ($1).
+_dptrain_set_arg() {
+  local cur=$1
+  if [[ $cur == *=* ]]; then
+    local key=${cur%%=*} val=${cur#*=} values
+    values=$(_dptrain_values "$key")
+    if [[ $values == dir ]]; then
+      local d
+      compopt -o filenames 2>/dev/null
+      while IFS= read -r d; do [[ -n $d ]] && COMPREPLY+=("$key=$d"); done < <(compgen -d -- "$val")
+    elif [[ -n $values ]]; then
+      local v
+      for v in $(compgen -W "$values" -- "$val"); do COMPREPLY+=("$key=$v"); done
+    fi
+  else
+    local k
+    for k in $(compgen -W "${_dptrain_keys[*]}" -- "$cur"); do COMPREPLY+=("$k="); done
+    compopt -o nospace 2>/dev/null
+  fi
+}
+
+_dptrain() {
+  local words cword cur prev
+  if declare -F _get_comp_words_by_ref >/dev/null; then
+    _get_comp_words_by_ref -n =: cur prev words cword
+  else
+    # Rejoin what bash split at '=' and ':' (COMP_WORDBREAKS): "--set" "data.dataset" "=" "sy" -> "data.dataset=sy".
+    words=()
+    local i w joined=0
+    for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+      w=${COMP_WORDS[i]}
+      if ((i > 0)) && [[ $w =~ ^[=:]+$ || $joined == 1 ]]; then
+        words[${#words[@]} - 1]+=$w
+        [[ $w =~ ^[=:]+$ ]] && joined=1 || joined=0
+      else
+        words+=("$w")
+        joined=0
+      fi
+      ((i == COMP_CWORD)) && cword=$((${#words[@]} - 1))
+    done
+    cur=${words[cword]}
+    prev=${words[cword - 1]}
+  fi
+  COMPREPLY=()
+
+  # The subcommand: the first word after the program that is not an option.
+  local sub="" i
+  for ((i = 1; i < cword; i++)); do
+    if [[ ${words[i]} != -* ]]; then
+      sub=${words[i]}
+      break
+    fi
+  done
+
+  if [[ -z $sub ]]; then
+    if [[ $cur == -* ]]; then
+      COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
+    else
+      COMPREPLY=($(compgen -W "run" -- "$cur"))
+    fi
+  elif [[ $sub == run ]]; then
+    case $prev in
+      --set) _dptrain_set_arg "$cur" ;;
+      --out) _dptrain_paths "$cur" dir ;;
+      *)
+        case $cur in
+          --set=*)
+            _dptrain_set_arg "${cur#--set=}"
+            COMPREPLY=("${COMPREPLY[@]/#/--set=}")
+            ;;
+          --out=*)
+            _dptrain_paths "${cur#--out=}" dir
+            COMPREPLY=("${COMPREPLY[@]/#/--out=}")
+            ;;
+          -*)
+            # Flags already given are not offered again (--set may repeat).
+            local opts="--set --out --resume --force --dry-run --json -h --help" o used
+            local left=()
+            for o in $opts; do
+              used=0
+              if [[ $o != --set ]]; then
+                for ((i = 1; i < cword; i++)); do [[ ${words[i]%%=*} == "$o" ]] && used=1; done
+              fi
+              ((used)) || left+=("$o")
+            done
+            COMPREPLY=($(compgen -W "${left[*]}" -- "$cur"))
+            ;;
+          *) _dptrain_paths "$cur" toml ;;
+        esac
+        ;;
+    esac
+  fi
+
+  # Bash replaces only the text after the last '=' or ':' of the word (they break words): drop what
+  # precedes it from the candidates.
+  local typed=${COMP_WORDS[COMP_CWORD]} strip=""
+  if [[ $typed =~ ^[=:]+$ ]]; then
+    strip=$cur
+  elif [[ $cur == *"$typed" ]]; then
+    strip=${cur%"$typed"}
+  fi
+  [[ -n $strip ]] && COMPREPLY=("${COMPREPLY[@]#"$strip"}")
+  return 0
+}
+
+complete -F _dptrain dptrain

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# End-to-end bad-input checks of `dptrain run` on the real binary.
+# Usage: bash bad_input.sh PATH/TO/dptrain REPO_ROOT
+#
+# For every case: the exit status (2 for bad input), exactly one stderr line containing "error" that
+# names what is wrong (file:line:col for job files, the key, the hint), no crash text, nothing launched
+# under mpirun, and the work directory (job files and earlier runs) left exactly as it was.
+set -u
+
+DPTRAIN=$(realpath "${1:?usage: bad_input.sh DPTRAIN REPO_ROOT}")
+# $2 (the repository root) is not needed: every job is written here.
+[[ -x $DPTRAIN ]] || { echo "not ok - setup: $DPTRAIN is not executable"; exit 1; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/dptrain-bad-input.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+W=$TMP/w   # working directory of every command: job files and earlier runs
+O=$TMP/o   # captured output of the command under test
+mkdir -p "$W" "$O"
+cd "$W" || exit 1
+
+failures=0
+passes=0
+CRASH_RE='terminate called|Segmentation|Abort|core dumped|what\(\)|MPI_ABORT|Stack trace|Bus error|Floating point exception|Illegal instruction'
+
+ok() { echo "ok - $1"; passes=$((passes + 1)); }
+not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
+
+# The base job: synthetic data, ~1 s per run on 2 ranks.
+base_job() {
+  cat <<'EOF'
+[job]
+name = "bad-input"
+seed = 7
+
+[model]
+hidden = [16]
+
+[data]
+dataset = "synthetic"
+train_samples = 512
+
+[train]
+epochs = 1
+global_batch = 64
+
+[launch]
+ranks = 2
+
+[checkpoint]
+every = 4
+keep = 2
+
+[log]
+every = 1
+progress = "none"
+EOF
+}
+
+# The line number (1-based) of the first line of FILE matching the fixed string PATTERN.
+line_of() { grep -nF -m1 -- "$2" "$1" | cut -d: -f1; }
+
+# Snapshot of a directory tree: every path with its type, and the sha256 of every regular file.
+snapshot() {
+  if [[ ! -e $1 ]]; then
+    echo "ABSENT $1"
+    return
+  fi
+  (cd "$1" && find . -printf '%y %p\n' | LC_ALL=C sort && find . -type f -exec sha256sum {} + | LC_ALL=C sort -k2)
+}
+
+# expect_error NAME STATUS FRAGMENTS -- COMMAND...
+#   STATUS is the exit status expected ("nonzero" for any non-zero status, and then the error line may
+#   appear more than once: mpirun adds its own notices). FRAGMENTS is a '|'-separated list of fixed strings
+#   that must all appear in the error line. The whole work directory must be unchanged afterwards.
+expect_error() {
+  local name=$1 want=$2 fragments=$3
+  shift 4
+  local before after rc why=()
+  before=$(snapshot "$W")
+  "$@" >"$O/stdout" 2>"$O/stderr" </dev/null
+  rc=$?
+  after=$(snapshot "$W")
+
+  if [[ $want == nonzero ]]; then
+    ((rc != 0)) || why+=("exit status $rc, expected non-zero")
+  else
+    ((rc == want)) || why+=("exit status $rc, expected $want")
+  fi
+  ((rc < 128)) || why+=("killed by signal $((rc - 128))")
+
+  local nerr
+  nerr=$(grep -ci 'error' "$O/stderr")
+  if [[ $want == nonzero ]]; then
+    ((nerr >= 1)) || why+=("no stderr line contains 'error'")
+  else
+    ((nerr == 1)) || why+=("$nerr stderr lines contain 'error', expected exactly 1")
+  fi
+  local line
+  line=$(grep -i -m1 'error' "$O/stderr")
+  local frags frag
+  IFS='|' read -r -a frags <<<"$fragments"
+  for frag in "${frags[@]}"; do
+    [[ $line == *"$frag"* ]] || why+=("error line lacks '$frag'")
+  done
+
+  if grep -Eq "$CRASH_RE" "$O/stdout" "$O/stderr"; then
+    why+=("crash text: $(grep -Eh -m1 "$CRASH_RE" "$O/stdout" "$O/stderr" | head -1)")
+  fi
+  # Bad input is found before ranks start (only for the launcher path, not when we run mpirun ourselves).
+  if [[ $want != nonzero ]] && grep -q '^dptrain: running ' "$O/stderr"; then
+    why+=("launched mpirun despite bad input")
+  fi
+  if [[ $before != "$after" ]]; then
+    why+=("work directory changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | head -3 | tr '\n' ' ')")
+  fi
+
+  if ((${#why[@]} == 0)); then
+    ok "$name"
+  else
+    local joined
+    joined=$(printf '%s; ' "${why[@]}")
+    not_ok "$name" "${joined%; }"
+    echo "#   command: $*"
+    sed 's/^/#   stderr: /' "$O/stderr" | head -8
+  fi
+}
+
+# --- Earlier runs the bad commands must not touch ----------------------------------------------------------
+base_job >good.toml
+# A complete run with checkpoints at steps 4 and 8.
+if ! "$DPTRAIN" run good.toml --out prev >"$O/setup.out" 2>&1; then
+  not_ok "setup: good run" "$(tail -3 "$O/setup.out" | tr '\n' ' ')"
+  exit 1
+fi
+newest=$(ls prev/checkpoints/step-*.ckpt 2>/dev/null | LC_ALL=C sort | tail -1)
+if [[ -z $newest ]] || [[ ! -s prev/metrics.jsonl ]] || [[ ! -s prev/summary.json ]]; then
+  not_ok "setup: good run" "prev/ lacks checkpoints, metrics.jsonl or summary.json"
+  exit 1
+fi
+ckpt_name=$(basename "$newest")
+size=$(stat -c %s "$newest")
+# A run without checkpoints: it holds a run but has nothing to resume.
+sed 's/^every = 4$/every = 4\nenabled = false/' good.toml >nockpt.toml
+"$DPTRAIN" run nockpt.toml --out nockpt >"$O/setup.out" 2>&1 ||
+  { not_ok "setup: run without checkpoints" "$(tail -3 "$O/setup.out" | tr '\n' ' ')"; exit 1; }
+if [[ -n $(ls nockpt/checkpoints 2>/dev/null) ]]; then
+  not_ok "setup: run without checkpoints" "checkpoints written although [checkpoint] enabled = false"
+fi
+mkdir -p emptydir
+
+# Damaged copies of prev/.
+cp -a prev trunc && truncate -s $((size / 2)) "trunc/checkpoints/$ckpt_name"
+cp -a prev trunc0 && truncate -s 0 "trunc0/checkpoints/$ckpt_name"
+cp -a prev trunchdr && truncate -s 12 "trunchdr/checkpoints/$ckpt_name"
+cp -a prev corrupt
+mid=$((size / 2))
+old=$(od -An -tu1 -j "$mid" -N1 "corrupt/checkpoints/$ckpt_name" | tr -d ' ')
+printf "\\$(printf '%03o' $(((old ^ 0xff) & 0xff)))" |
+  dd of="corrupt/checkpoints/$ckpt_name" bs=1 seek="$mid" count=1 conv=notrunc status=none
+if cmp -s "prev/checkpoints/$ckpt_name" "corrupt/checkpoints/$ckpt_name"; then
+  not_ok "setup: corrupt checkpoint" "byte flip did not change the file"
+fi
+[[ $(stat -c %s "corrupt/checkpoints/$ckpt_name") == "$size" ]] || not_ok "setup: corrupt checkpoint" "size changed"
+cp -a prev garbage && head -c "$size" /dev/urandom >"garbage/checkpoints/$ckpt_name"
+
+# --- Bad job files -----------------------------------------------------------------------------------------
+{ base_job | sed '/^\[train\]$/,$d'; printf '[train]\nepochs = = 1\n'; } >malformed.toml
+L=$(line_of malformed.toml 'epochs = = 1')
+expect_error "malformed TOML" 2 "malformed.toml:$L:10|not valid TOML" -- "$DPTRAIN" run malformed.toml --out prev
+
+{ base_job | sed '/^\[train\]$/,$d'; printf '[train\nepochs = 1\n'; } >malformed_header.toml
+L=$(line_of malformed_header.toml '[train')
+expect_error "malformed TOML table header" 2 "malformed_header.toml:$L:7|not valid TOML" -- \
+  "$DPTRAIN" run malformed_header.toml --out prev
+
+base_job | sed 's/^global_batch = 64$/global_bach = 64/' >unknown_key.toml
+L=$(line_of unknown_key.toml 'global_bach')
+expect_error "unknown key with did-you-mean" 2 "unknown_key.toml:$L:1|global_bach|did you mean|global_batch" -- \
+  "$DPTRAIN" run unknown_key.toml --out prev
+
+base_job | sed 's/^epochs = 1$/epochs = "three"/' >wrong_type.toml
+L=$(line_of wrong_type.toml 'epochs = "three"')
+expect_error "wrong type" 2 "wrong_type.toml:$L:10|train.epochs|integer" -- "$DPTRAIN" run wrong_type.toml --out prev
+
+base_job | sed 's/^ranks = 2$/ranks = 0/' >zero_ranks.toml
+L=$(line_of zero_ranks.toml 'ranks = 0')
+expect_error "launch.ranks = 0" 2 "zero_ranks.toml:$L:9|launch.ranks|at least 1" -- "$DPTRAIN" run zero_ranks.toml --out prev
+
+expect_error "missing job file" 2 "no-such-job.toml|cannot read" -- "$DPTRAIN" run no-such-job.toml --out prev
+
+# --- Bad --set -----------------------------------------------------------------------------------------------
+expect_error "--set with a bad value" 2 "--set train.epochs=abc|train.epochs|integer" -- \
+  "$DPTRAIN" run good.toml --set train.epochs=abc --out prev
+expect_error "--set with an unknown key" 2 "train.epoch|did you mean|train.epochs" -- \
+  "$DPTRAIN" run good.toml --set train.epoch=3 --out prev
+expect_error "--set without =" 2 "train.epochs|KEY=VALUE" -- "$DPTRAIN" run good.toml --set train.epochs --out prev
+expect_error "--set out of range" 2 "train.global_batch|at least 1" -- \
+  "$DPTRAIN" run good.toml --set train.global_batch=0 --out prev
+
+# --- Missing data ----------------------------------------------------------------------------------------------
+base_job | sed 's|^dataset = "synthetic"$|dataset = "fashion-mnist"\npath = "/nonexistent"|' >no_data.toml
+expect_error "missing dataset" 2 "/nonexistent|dataset-fashion-mnist" -- "$DPTRAIN" run no_data.toml --out newrun
+
+# --- Output directory --------------------------------------------------------------------------------------------
+expect_error "new run into a directory holding a run" 2 "prev|already holds a run|--force" -- \
+  "$DPTRAIN" run good.toml --out prev
+expect_error "new run into a directory holding a run without checkpoints" 2 "nockpt|already holds a run" -- \
+  "$DPTRAIN" run good.toml --out nockpt
+expect_error "--out is a regular file" 2 "good.toml|not a directory" -- "$DPTRAIN" run good.toml --out good.toml
+
+# --- --resume ------------------------------------------------------------------------------------------------
+expect_error "--resume into a missing directory" 2 "fresh|no checkpoint" -- "$DPTRAIN" run good.toml --out fresh --resume
+expect_error "--resume into an empty directory" 2 "emptydir|no checkpoint" -- \
+  "$DPTRAIN" run good.toml --out emptydir --resume
+expect_error "--resume a run without checkpoints" 2 "nockpt|no checkpoint" -- \
+  "$DPTRAIN" run good.toml --out nockpt --resume
+expect_error "--resume with a truncated checkpoint" 2 "trunc/checkpoints/$ckpt_name|truncated" -- \
+  "$DPTRAIN" run good.toml --out trunc --resume
+expect_error "--resume with an empty checkpoint file" 2 "trunc0/checkpoints/$ckpt_name" -- \
+  "$DPTRAIN" run good.toml --out trunc0 --resume
+expect_error "--resume with a checkpoint cut inside its header" 2 "trunchdr/checkpoints/$ckpt_name" -- \
+  "$DPTRAIN" run good.toml --out trunchdr --resume
+expect_error "--resume with a corrupted checkpoint" 2 "corrupt/checkpoints/$ckpt_name|corrupt" -- \
+  "$DPTRAIN" run good.toml --out corrupt --resume
+expect_error "--resume with a random-bytes checkpoint" 2 "garbage/checkpoints/$ckpt_name" -- \
+  "$DPTRAIN" run good.toml --out garbage --resume
+expect_error "--resume with a checkpoint from a different model" 2 "prev/checkpoints/$ckpt_name|different model" -- \
+  "$DPTRAIN" run good.toml --out prev --resume --set 'model.hidden=[32]'
+expect_error "--resume with a checkpoint from a different optimizer" 2 "prev/checkpoints/$ckpt_name|optimizer" -- \
+  "$DPTRAIN" run good.toml --out prev --resume --set optim.name=sgd
+
+# --- Command line ------------------------------------------------------------------------------------------------
+expect_error "unknown subcommand" 2 "frobnicate" -- "$DPTRAIN" frobnicate good.toml
+expect_error "unknown option" 2 "--frobnicate" -- "$DPTRAIN" run --frobnicate good.toml --out prev
+expect_error "missing job argument" 2 "job" -- "$DPTRAIN" run --out prev
+
+# --- The same bad input with the ranks started by hand under mpirun ---------------------------------------------
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 2)
+if command -v mpirun >/dev/null; then
+  expect_error "under mpirun: unknown key" nonzero "unknown_key.toml:$(line_of unknown_key.toml global_bach):1|global_bach" -- \
+    "${MPIRUN[@]}" "$DPTRAIN" run unknown_key.toml --out prev
+  expect_error "under mpirun: malformed TOML" nonzero "malformed.toml:$(line_of malformed.toml 'epochs = = 1'):10" -- \
+    "${MPIRUN[@]}" "$DPTRAIN" run malformed.toml --out prev
+  expect_error "under mpirun: existing run without --force" nonzero "already holds a run" -- \
+    "${MPIRUN[@]}" "$DPTRAIN" run good.toml --out prev
+  expect_error "under mpirun: corrupted checkpoint" nonzero "corrupt/checkpoints/$ckpt_name" -- \
+    "${MPIRUN[@]}" "$DPTRAIN" run good.toml --out corrupt --resume
+else
+  not_ok "under mpirun" "mpirun not found"
+fi
+
+echo "# $passes passed, $failures failed"
+((failures == 0))
