@@ -49,12 +49,14 @@ void Mlp::forward(const float* x, int64_t n) {
   }
 }
 
-StepStats Mlp::forward_backward(const float* x, const int32_t* y, int64_t n, float loss_scale) {
+StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {
+  const float* x = b.x;
+  const int64_t n = b.n;
   forward(x, n);
   const Dense& last = dense_.back();
   dlogits_.resize(size_t(n * last.out));
   const cpu::LossSums s =
-      cpu::softmax_cross_entropy(acts_.back().data(), y, dlogits_.data(), n, last.out, loss_scale);
+      cpu::softmax_cross_entropy(acts_.back().data(), b.targets, dlogits_.data(), n, last.out, loss_scale);
 
   // Backward, last layer first: dy is the gradient w.r.t. layer l's output (after its ReLU).
   float* dy = dlogits_.data();
@@ -75,11 +77,11 @@ StepStats Mlp::forward_backward(const float* x, const int32_t* y, int64_t n, flo
   return {s.loss, s.correct, n};
 }
 
-StepStats Mlp::evaluate(const float* x, const int32_t* y, int64_t n) {
-  forward(x, n);
+StepStats Mlp::evaluate(const Batch& b) {
+  forward(b.x, b.n);
   const cpu::LossSums s =
-      cpu::softmax_cross_entropy(acts_.back().data(), y, nullptr, n, dense_.back().out, 1.0f);
-  return {s.loss, s.correct, n};
+      cpu::softmax_cross_entropy(acts_.back().data(), b.targets, nullptr, b.n, dense_.back().out, 1.0f);
+  return {s.loss, s.correct, b.n};
 }
 
 std::string Mlp::describe() const {

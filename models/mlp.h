@@ -14,8 +14,8 @@ class Mlp final : public Model {
   Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed);
 
   std::string type() const override { return "mlp"; }
-  StepStats forward_backward(const float* x, const int32_t* y, int64_t n, float loss_scale) override;
-  StepStats evaluate(const float* x, const int32_t* y, int64_t n) override;
+  StepStats forward_backward(const Batch& b, float loss_scale) override;
+  StepStats evaluate(const Batch& b) override;
   std::string describe() const override;
 
  private:

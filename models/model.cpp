@@ -1,7 +1,11 @@
 // Model factory and the architecture fingerprint shared by every model type.
 #include "models/model.h"
 
+#include <fmt/format.h>
+
 #include "lib/core/error.h"
+#include "models/cnn.h"
+#include "models/gpt.h"
 #include "models/mlp.h"
 
 namespace dp {
@@ -23,10 +27,20 @@ uint64_t Model::fingerprint() const {
   return h;
 }
 
-std::unique_ptr<Model> make_model(const ModelSection& spec, int64_t features, int64_t classes,
-                                  uint64_t seed) {
-  if (spec.type == "mlp") return std::make_unique<Mlp>(spec.hidden, features, classes, seed);
-  throw JobError("[model] type", "unknown model type '" + spec.type + "'", "valid: mlp");
+double Model::flops_per_sample() const {
+  double f = 0;
+  for (const LayerInfo& l : layers_) f += l.flops_per_sample;
+  return f;
+}
+
+std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed) {
+  if (shape.is_text() && spec.type != "gpt")
+    throw JobError("[model] type", fmt::format("model '{}' cannot read text data", spec.type),
+                   "use type = \"gpt\" for [data] dataset = \"text\"");
+  if (spec.type == "mlp") return std::make_unique<Mlp>(spec.hidden, shape.features, shape.classes, seed);
+  if (spec.type == "cnn") return std::make_unique<Cnn>(spec, shape, seed);
+  if (spec.type == "gpt") return std::make_unique<Gpt>(spec, shape, seed);
+  throw JobError("[model] type", "unknown model type '" + spec.type + "'", "valid: mlp, cnn, gpt");
 }
 
 }  // namespace dp

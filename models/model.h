@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/core/batch.h"
 #include "lib/job/job.h"
 
 namespace dp {
@@ -23,9 +24,9 @@ struct LayerInfo {
 };
 
 struct StepStats {
-  double loss_sum = 0;  // sum of per-sample losses
-  int64_t correct = 0;  // samples classified correctly
-  int64_t count = 0;    // samples seen
+  double loss_sum = 0;  // sum of the loss terms (one per sample, or one per token for language models)
+  int64_t correct = 0;  // loss terms whose arg-max prediction was right
+  int64_t count = 0;    // loss terms
 };
 
 class Model {
@@ -38,11 +39,15 @@ class Model {
   std::span<const float> params() const { return params_; }
   std::span<float> grads() { return grads_; }
 
-  // Forward and backward on n samples x (n, features) with labels y. Overwrites grads() with
-  // loss_scale * d(sum of per-sample losses)/d(params); n may be 0 (gradients become zero).
-  virtual StepStats forward_backward(const float* x, const int32_t* y, int64_t n, float loss_scale) = 0;
+  // Forward and backward on a batch. Overwrites grads() with loss_scale * d(sum of loss terms)/d(params);
+  // b.n may be 0 (gradients become zero).
+  virtual StepStats forward_backward(const Batch& b, float loss_scale) = 0;
   // Forward only.
-  virtual StepStats evaluate(const float* x, const int32_t* y, int64_t n) = 0;
+  virtual StepStats evaluate(const Batch& b) = 0;
+  // Loss terms per sample: 1 for classifiers, the context length for language models.
+  virtual int64_t targets_per_sample() const { return 1; }
+  // Forward FLOPs of one sample (sum over layers); backward costs about twice this.
+  double flops_per_sample() const;
 
   // Identifies the architecture (type and layer shapes), not the values: checkpoints must match it.
   uint64_t fingerprint() const;
@@ -55,9 +60,9 @@ class Model {
   std::vector<float> grads_;
 };
 
-// Builds the model [model] describes for inputs of `features` floats and `classes` outputs; parameters are
-// initialised deterministically from `seed` (the same on every rank).
-std::unique_ptr<Model> make_model(const ModelSection& spec, int64_t features, int64_t classes,
-                                  uint64_t seed);
+// Builds the model [model] describes for samples of `shape`; parameters are initialised
+// deterministically from `seed` (the same on every rank). Throws JobError when the model does not fit
+// the data or its options do not fit together.
+std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed);
 
 }  // namespace dp

@@ -8,7 +8,10 @@ void relu_forward(const float* x, float* y, int64_t count) {
 }
 
 void relu_backward(const float* y, const float* dy, float* dx, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    const float d = dy[i];  // loaded unconditionally so that the loop vectorises
+    dx[i] = y[i] > 0.0f ? d : 0.0f;
+  }
 }
 
 }  // namespace dp::cpu

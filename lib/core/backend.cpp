@@ -23,6 +23,12 @@ BackendReport probe_backends() {
   return r;
 }
 
+Device resolve_device(const std::string& requested, const BackendReport& r) {
+  if (requested == "cpu") return {"cpu", "requested"};
+  if (r.cuda_devices > 0) return {"cpu", "auto: GPU training is not built yet"};
+  return {"cpu", "auto: " + r.cuda_status};
+}
+
 std::string describe_backends(const BackendReport& r) {
   return fmt::format("cpu (OpenBLAS), cuda ({}{})", r.cuda_built ? "built; " : "", r.cuda_status);
 }

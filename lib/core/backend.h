@@ -11,6 +11,17 @@ struct BackendReport {
   std::string cuda_status;   // "2 devices", or why none is usable
 };
 
+// The device a run computes on, and why.
+struct Device {
+  std::string kind;    // "cpu"
+  std::string reason;  // "requested", or why auto chose it
+  std::string describe() const { return kind + " (" + reason + ")"; }
+};
+
+// Resolves [train] device ("auto" | "cpu") against what this machine offers. Training kernels exist for
+// the CPU only so far: "auto" picks the CPU and says why.
+Device resolve_device(const std::string& requested, const BackendReport& report);
+
 // Probes the CUDA runtime when built in; any error counts as "no GPU".
 BackendReport probe_backends();
 // "cpu (OpenBLAS x.y.z), cuda (built; ...)" for --version and logs.

@@ -13,18 +13,34 @@ namespace dp {
 DatasetSplits load_dataset(const DataSection& data, uint64_t seed) {
   if (data.dataset == "fashion-mnist") return load_fashion_mnist(data.path);
   if (data.dataset == "synthetic") return make_synthetic(data, seed);
+  if (data.dataset == "text") return load_text(data);
   throw DataError("[data]", fmt::format("unknown dataset \"{}\"", data.dataset),
-                  "use dataset = \"fashion-mnist\" or \"synthetic\"");
+                  "use dataset = \"fashion-mnist\", \"synthetic\" or \"text\"");
 }
 
-void gather_batch(const Dataset& d, std::span<const uint32_t> indices, float* x, int32_t* y) {
-  const size_t row = size_t(d.features);
-  for (size_t i = 0; i < indices.size(); ++i) {
-    const uint32_t k = indices[i];
+Batch gather_batch(const Dataset& d, std::span<const uint32_t> indices, BatchBuffer& buf) {
+  const size_t n = indices.size();
+  for (const uint32_t k : indices)
     DP_CHECK(int64_t(k) < d.count, fmt::format("sample index {} of {} samples", k, d.count));
-    std::memcpy(x + i * row, d.x.data() + size_t(k) * row, row * sizeof(float));
-    y[i] = d.y[k];
+  if (d.context > 0) {
+    const size_t t = size_t(d.context);
+    buf.tokens.resize(n * t);
+    buf.targets.resize(n * t);
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t* window = d.text.data() + size_t(indices[i]) * t;
+      std::memcpy(buf.tokens.data() + i * t, window, t * sizeof(int32_t));
+      std::memcpy(buf.targets.data() + i * t, window + 1, t * sizeof(int32_t));
+    }
+    return {int64_t(n), nullptr, buf.tokens.data(), buf.targets.data()};
   }
+  const size_t row = size_t(d.features);
+  buf.x.resize(n * row);
+  buf.targets.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(buf.x.data() + i * row, d.x.data() + size_t(indices[i]) * row, row * sizeof(float));
+    buf.targets[i] = d.y[indices[i]];
+  }
+  return {int64_t(n), buf.x.data(), nullptr, buf.targets.data()};
 }
 
 }  // namespace dp

@@ -8,18 +8,35 @@
 #include <string>
 #include <vector>
 
+#include "lib/core/batch.h"
 #include "lib/job/job.h"
 
 namespace dp {
 
-// A classification dataset: `count` rows of `features` floats (normalised) and an int label each.
+// A dataset held in memory. Vector and image data: `count` rows of `features` floats (normalised) and a
+// label each. Text: a sequence of token ids; sample i is the window text[i*context, (i+1)*context] of
+// context + 1 tokens (inputs are the first context, targets the last context).
 struct Dataset {
   std::string name;
   int64_t count = 0;
   int64_t features = 0;
-  int64_t classes = 0;
+  int64_t classes = 0;                     // label classes, or vocabulary size for text
+  int64_t channels = 0, height = 0, width = 0;  // image data
   std::vector<float> x;    // (count, features)
   std::vector<int32_t> y;  // (count)
+  // text
+  int64_t context = 0;
+  std::vector<int32_t> text;       // token ids
+  std::vector<char32_t> vocab;     // token id -> Unicode code point
+  double bigram_entropy = 0;       // nats per token of the corpus's character-bigram model
+
+  SampleShape shape() const { return {features, classes, channels, height, width, context}; }
+};
+
+// Buffers a batch is gathered into (reused from step to step).
+struct BatchBuffer {
+  std::vector<float> x;
+  std::vector<int32_t> tokens, targets;
 };
 
 struct DatasetSplits {
@@ -30,8 +47,8 @@ struct DatasetSplits {
 // Throws DataError naming the file and, for Fashion-MNIST, the Debian package to install.
 DatasetSplits load_dataset(const DataSection& data, uint64_t seed);
 
-// Copies rows `indices` of `d` into x (indices.size(), features) and y.
-void gather_batch(const Dataset& d, std::span<const uint32_t> indices, float* x, int32_t* y);
+// Copies samples `indices` of `d` into `buffer` and returns the batch viewing it.
+Batch gather_batch(const Dataset& d, std::span<const uint32_t> indices, BatchBuffer& buffer);
 
 // ---- sampling -----------------------------------------------------------------------------------------
 // Steps in one epoch of n samples: the last step takes the remainder (every sample once per epoch).

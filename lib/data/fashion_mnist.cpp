@@ -74,6 +74,9 @@ Dataset load_fashion_mnist_split(const std::string& dir, const std::string& spli
   d.name = "fashion-mnist";
   d.count = images.dims[0];
   d.features = kRows * kCols;
+  d.channels = 1;
+  d.height = kRows;
+  d.width = kCols;
   d.classes = kClasses;
   d.y.resize(size_t(d.count));
   for (int64_t i = 0; i < d.count; ++i) {

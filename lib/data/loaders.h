@@ -19,6 +19,11 @@ std::string fashion_mnist_dir(const std::string& path);
 Dataset load_fashion_mnist_split(const std::string& dir, const std::string& split);
 DatasetSplits load_fashion_mnist(const std::string& path);
 
+// Text for language modelling (lib/data/text.cpp): a UTF-8 file (gzip or plain; empty path: the Jargon
+// File from Debian's jargon-text) as character tokens, split into train (first part) and val (last
+// val_fraction) windows of data.context + 1 tokens. Throws DataError for a missing, empty or non-UTF-8 file.
+DatasetSplits load_text(const DataSection& data);
+
 // Gaussian clusters drawn from `seed`: sizes from `data`, train and test from independent streams.
 DatasetSplits make_synthetic(const DataSection& data, uint64_t seed);
 // The noise standard deviation of make_synthetic for `features` dimensions.

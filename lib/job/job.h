@@ -17,13 +17,30 @@ struct JobSection {
 };
 
 struct ModelSection {
-  std::string type = "mlp";           // "mlp"
-  std::vector<int64_t> hidden = {256, 128};  // hidden layer widths of the MLP (ReLU between layers)
+  std::string type = "mlp";  // "mlp" | "cnn" | "gpt"
+  // mlp
+  std::vector<int64_t> hidden = {256, 128};  // hidden layer widths (ReLU between layers)
+  // cnn: a stem convolution, then one stage per entry of `channels` (each after the first halves the
+  // resolution), each with `blocks` residual blocks (conv3x3-norm-ReLU-conv3x3-norm + skip, ReLU);
+  // global average pooling and a linear classifier.
+  std::vector<int64_t> channels = {16, 32};
+  int64_t blocks = 1;
+  // gpt: decoder-only transformer
+  int64_t layers = 4;      // transformer blocks
+  int64_t heads = 4;       // attention heads (must divide width)
+  int64_t width = 128;     // embedding width C
+  int64_t context = 128;   // position table size: the longest sequence the model accepts
+  bool tied_head = true;   // the LM head reuses the token embedding
 };
 
 struct DataSection {
-  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "synthetic"
-  std::string path;                        // fashion-mnist: folder of the gzip IDX files; empty: Debian's
+  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "synthetic" | "text"
+  // fashion-mnist: folder of the gzip IDX files; text: a UTF-8 file (gzip or plain); empty: the
+  // Debian package's (dataset-fashion-mnist, jargon-text)
+  std::string path;
+  // text: characters per sample (targets are the next characters) and the held-out share
+  int64_t context = 128;
+  double val_fraction = 0.1;
   // synthetic: Gaussian clusters, deterministic from [job] seed
   int64_t train_samples = 4096;
   int64_t test_samples = 1024;
@@ -50,7 +67,8 @@ struct TrainSection {
   int64_t global_batch = 128;  // samples per step, summed over all ranks
   int64_t eval_every = 0;      // steps between test-set evaluations; 0: at the end of every epoch
   int64_t threads = 0;         // compute threads per rank; 0: cores on the host / ranks on the host
-  std::string device = "cpu";  // "cpu"
+  std::string device = "auto";     // "auto" (says which device it picked) | "cpu"
+  std::string precision = "fp32";  // "fp32"
 };
 
 struct ParallelSection {

@@ -12,11 +12,13 @@
 namespace dp::job_detail {
 
 // --- Valid values of the enumerated keys ------------------------------------------------------------
-static const std::vector<std::string> kModelTypes = {"mlp"};
-static const std::vector<std::string> kDatasets = {"fashion-mnist", "synthetic"};
+static const std::vector<std::string> kModelTypes = {"mlp", "cnn", "gpt"};
+static const std::vector<std::string> kDatasets = {"fashion-mnist", "synthetic", "text"};
 static const std::vector<std::string> kOptimizers = {"sgd", "adamw"};
 static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"};
-static const std::vector<std::string> kDevices = {"cpu"};
+// "cuda" and "bf16" join these lists when GPU training lands.
+static const std::vector<std::string> kDevices = {"auto", "cpu"};
+static const std::vector<std::string> kPrecisions = {"fp32"};
 static const std::vector<std::string> kStrategies = {"data"};
 static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
 
@@ -96,6 +98,36 @@ static Check check_min_lr(const Job& j) {
                              number_text(j.optim.min_lr))};
 }
 
+static Check check_channels(const Job& j) {
+  const auto& c = j.model.channels;
+  if (c.empty()) return Problem{"must not be empty", -1, "give the width of each stage, e.g. [16, 32]"};
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (auto p = at_least(c[i], 1)) return Problem{p->what, static_cast<int>(i)};
+  return std::nullopt;
+}
+
+static Check check_heads(const Job& j) {
+  if (auto p = at_least(j.model.heads, 1)) return p;
+  if (j.model.width % j.model.heads == 0) return std::nullopt;
+  return Problem{fmt::format("must divide model.width ({}), got {}", j.model.width, j.model.heads), -1,
+                 "each head gets width / heads channels"};
+}
+
+// The samples must fit the model's position table (only meaningful for language models on text).
+static Check check_context(const Job& j) {
+  if (auto p = at_least(j.data.context, 1)) return p;
+  if (j.model.type != "gpt" || j.data.context <= j.model.context) return std::nullopt;
+  return Problem{fmt::format("samples of {} tokens are longer than the model's position table (model.context "
+                             "= {})", j.data.context, j.model.context),
+                 -1, "lower data.context or raise model.context"};
+}
+
+static Check check_val_fraction(const Job& j) {
+  const double v = j.data.val_fraction;
+  if (v > 0 && v < 1) return std::nullopt;
+  return Problem{"must be in (0, 1), got " + number_text(v)};
+}
+
 // --- The schema ------------------------------------------------------------------------------------------
 #define DP_FIELD(member) [](Job& j) -> FieldRef { return &j.member; }
 #define DP_RULE(expr) [](const Job& j) -> Check { return expr; }
@@ -109,6 +141,13 @@ const std::vector<KeySpec>& schema() {
 
       {"model", "type", DP_FIELD(model.type), nullptr, kModelTypes},
       {"model", "hidden", DP_FIELD(model.hidden), check_hidden, {}},
+      {"model", "channels", DP_FIELD(model.channels), check_channels, {}},
+      {"model", "blocks", DP_FIELD(model.blocks), DP_RULE(at_least(j.model.blocks, 0)), {}},
+      {"model", "layers", DP_FIELD(model.layers), DP_RULE(at_least(j.model.layers, 1)), {}},
+      {"model", "heads", DP_FIELD(model.heads), check_heads, {}},
+      {"model", "width", DP_FIELD(model.width), DP_RULE(at_least(j.model.width, 1)), {}},
+      {"model", "context", DP_FIELD(model.context), DP_RULE(at_least(j.model.context, 1)), {}},
+      {"model", "tied_head", DP_FIELD(model.tied_head), nullptr, {}},
 
       {"data", "dataset", DP_FIELD(data.dataset), nullptr, kDatasets},
       {"data", "path", DP_FIELD(data.path), nullptr, {}},
@@ -116,6 +155,8 @@ const std::vector<KeySpec>& schema() {
       {"data", "test_samples", DP_FIELD(data.test_samples), DP_RULE(at_least(j.data.test_samples, 1)), {}},
       {"data", "features", DP_FIELD(data.features), DP_RULE(at_least(j.data.features, 1)), {}},
       {"data", "classes", DP_FIELD(data.classes), DP_RULE(at_least(j.data.classes, 2)), {}},
+      {"data", "context", DP_FIELD(data.context), check_context, {}},
+      {"data", "val_fraction", DP_FIELD(data.val_fraction), check_val_fraction, {}},
 
       {"optim", "name", DP_FIELD(optim.name), nullptr, kOptimizers},
       {"optim", "lr", DP_FIELD(optim.lr), DP_RULE(positive(j.optim.lr)), {}},
@@ -136,6 +177,7 @@ const std::vector<KeySpec>& schema() {
       {"train", "eval_every", DP_FIELD(train.eval_every), DP_RULE(at_least(j.train.eval_every, 0)), {}},
       {"train", "threads", DP_FIELD(train.threads), DP_RULE(at_least(j.train.threads, 0)), {}},
       {"train", "device", DP_FIELD(train.device), nullptr, kDevices},
+      {"train", "precision", DP_FIELD(train.precision), nullptr, kPrecisions},
 
       {"parallel", "strategy", DP_FIELD(parallel.strategy), nullptr, kStrategies},
 

@@ -33,12 +33,18 @@ void MetricsLog::write(const EvalLine& l) {
 void MetricsLog::flush() { std::fflush(file_); }
 
 std::string summary_json(const Summary& s) {
+  const std::string text_fields =
+      s.language_model ? fmt::format("  \"val_loss\": {},\n  \"val_accuracy\": {},\n  \"tokens_per_sec\": {:.1f},\n"
+                                     "  \"bigram_entropy\": {},\n",
+                                     s.test_loss, s.test_accuracy, s.samples_per_sec * double(s.tokens_per_sample),
+                                     s.bigram_entropy)
+                       : std::string();
   return fmt::format(
-      "{{\n  \"test_accuracy\": {},\n  \"test_loss\": {},\n  \"train_loss\": {},\n"
+      "{{\n{}  \"test_accuracy\": {},\n  \"test_loss\": {},\n  \"train_loss\": {},\n"
       "  \"samples_per_sec\": {:.1f},\n  \"wall_seconds\": {:.3f},\n  \"train_seconds\": {:.3f},\n"
       "  \"ranks\": {},\n  \"epochs\": {},\n  \"steps\": {},\n  \"resumed_from_step\": {},\n"
       "  \"model\": \"{}\",\n  \"parameters\": {},\n  \"job\": {}\n}}\n",
-      s.test_accuracy, s.test_loss, s.train_loss, s.samples_per_sec, s.wall_seconds, s.train_seconds,
+      text_fields, s.test_accuracy, s.test_loss, s.train_loss, s.samples_per_sec, s.wall_seconds, s.train_seconds,
       s.ranks, s.epochs, s.steps, s.resumed_from_step, s.model, s.parameters,
       s.job_json.empty() ? "{}" : s.job_json);
 }

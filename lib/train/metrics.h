@@ -51,6 +51,11 @@ struct Summary {
   int ranks = 1;
   int64_t epochs = 0, steps = 0, resumed_from_step = 0, parameters = 0;
   std::string model, job_json;
+  // Language models: test_* are measured on the validation text and also reported as val_loss
+  // (nats per token); tokens/s = samples/s * tokens_per_sample.
+  bool language_model = false;
+  int64_t tokens_per_sample = 1;
+  double bigram_entropy = 0;
 };
 
 std::string summary_json(const Summary& s);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kernels/cpu/ops.h"
+#include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
 #include "lib/train/checkpoint.h"
@@ -41,7 +42,7 @@ Setup build_setup(const Job& job, const RunOptions& opts) {
   s.dir.root = opts.out_dir.empty() ? job.output_dir() : opts.out_dir;
   check_run_dir(s.dir, opts.resume, opts.force);
   s.data = load_dataset(job.data, job.job.seed);
-  s.model = make_model(job.model, s.data.train.features, s.data.train.classes, job.job.seed);
+  s.model = make_model(job.model, s.data.train.shape(), job.job.seed);
   s.optimizer = make_optimizer(job.optim, int64_t(s.model->params().size()));
   s.steps_per_epoch = steps_per_epoch(s.data.train.count, job.train.global_batch);
   s.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * s.steps_per_epoch;
@@ -70,18 +71,17 @@ int default_threads(const Job& job, const Communicator& comm) {
   return std::max(1, cores / std::max(1, comm.local_size()));
 }
 
-// Rank 0 evaluates the whole test set in chunks.
-EvalLine evaluate(Model& model, const Dataset& test, int64_t step, int64_t epoch) {
-  constexpr int64_t kChunk = 1000;
-  std::vector<float> x(size_t(kChunk * test.features));
-  std::vector<int32_t> y(static_cast<size_t>(kChunk));
-  std::vector<uint32_t> idx(static_cast<size_t>(kChunk));
+// Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
+EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch) {
+  const int64_t chunk = held_out.context > 0 ? 64 : 1000;
+  std::vector<uint32_t> idx;
+  BatchBuffer buffer;
   StepStats total;
-  for (int64_t begin = 0; begin < test.count; begin += kChunk) {
-    const int64_t n = std::min(kChunk, test.count - begin);
+  for (int64_t begin = 0; begin < held_out.count; begin += chunk) {
+    const int64_t n = std::min(chunk, held_out.count - begin);
+    idx.resize(size_t(n));
     for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = uint32_t(begin + i);
-    gather_batch(test, std::span(idx.data(), size_t(n)), x.data(), y.data());
-    const StepStats s = model.evaluate(x.data(), y.data(), n);
+    const StepStats s = model.evaluate(gather_batch(held_out, idx, buffer));
     total.loss_sum += s.loss_sum;
     total.correct += s.correct;
     total.count += s.count;
@@ -99,6 +99,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
   const bool leader = comm.rank() == 0;
   const int world = comm.size();
   cpu::set_compute_threads(default_threads(job, comm));
+  const Device device = resolve_device(job.train.device, probe_backends());
 
   Model& model = *s.model;
   Optimizer& opt = *s.optimizer;
@@ -117,17 +118,21 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     write_file_atomic(s.dir.job(), job_to_toml(job));
     metrics = std::make_unique<MetricsLog>(s.dir.metrics());
     progress = std::make_unique<Progress>(opts.log, job.log.progress, s.total_steps, job.log.every);
-    progress->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each; {} steps of {} samples{}",
-                               model.describe(), world, cpu::compute_threads(), s.total_steps,
-                               job.train.global_batch,
+    progress->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each, device {}; {} steps of {} samples{}",
+                               model.describe(), world, cpu::compute_threads(), device.describe(),
+                               s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
+    if (s.data.train.context > 0)
+      progress->note(fmt::format("text: {} characters of vocabulary, {} train and {} validation windows of {}; "
+                                 "character-bigram entropy {:.4f} nats per character",
+                                 s.data.train.classes, s.data.train.count, s.data.test.count,
+                                 s.data.train.context, s.data.train.bigram_entropy));
   }
   comm.barrier();  // the directory is ready before anyone trains
 
   const Dataset& train_set = s.data.train;
-  const int64_t features = train_set.features;
-  std::vector<float> x(size_t(job.train.global_batch * features));
-  std::vector<int32_t> y(static_cast<size_t>(job.train.global_batch));
+  const int64_t terms_per_sample = model.targets_per_sample();
+  BatchBuffer buffer;
   std::vector<uint32_t> permutation;
   int64_t permutation_epoch = -1;
 
@@ -148,11 +153,10 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     const std::vector<int64_t> shares = equal_shares(batch, world);
     const auto mine = rank_indices(permutation, job.train.global_batch, in_epoch, shares, comm.rank());
 
-    // Compute: gather, forward, backward. Gradients come out pre-divided by the global batch.
+    // Compute: gather, forward, backward. Gradients come out pre-divided by the global batch's loss terms.
     const auto t0 = Clock::now();
-    gather_batch(train_set, mine, x.data(), y.data());
-    const StepStats local = model.forward_backward(x.data(), y.data(), int64_t(mine.size()),
-                                                   1.0f / float(batch));
+    const double terms = double(batch * terms_per_sample);
+    const StepStats local = model.forward_backward(gather_batch(train_set, mine, buffer), float(1.0 / terms));
     const auto t1 = Clock::now();
     // Wait for the slowest rank, then sum gradients and loss over ranks.
     double sums[2] = {local.loss_sum, double(local.correct)};
@@ -172,7 +176,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     const double step_seconds = std::chrono::duration<double>(t4 - t0).count();
     train_seconds += step_seconds;
     trained_samples += batch;
-    last_loss = sums[0] / double(batch);
+    last_loss = sums[0] / terms;
     result.losses.push_back(last_loss);
     const StepTimes times{ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, t3), ms_between(t3, t4),
                           int64_t(mine.size())};
@@ -193,8 +197,11 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     if (leader && (eval_due || last)) {
       last_eval = evaluate(model, s.data.test, step, epoch);
       metrics->write(*last_eval);
-      progress->note(fmt::format("step {} epoch {}: test loss {:.4f}, test accuracy {:.4f}", step, epoch,
-                                 last_eval->test_loss, last_eval->test_accuracy));
+      progress->note(train_set.context > 0
+                         ? fmt::format("step {} epoch {}: validation loss {:.4f} nats per token", step, epoch,
+                                       last_eval->test_loss)
+                         : fmt::format("step {} epoch {}: test loss {:.4f}, test accuracy {:.4f}", step, epoch,
+                                       last_eval->test_loss, last_eval->test_accuracy));
     }
     if (leader && job.checkpoint.enabled && (ckpt_due || last)) {
       metrics->flush();
@@ -225,10 +232,18 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     sum.parameters = int64_t(model.params().size());
     sum.model = model.describe();
     sum.job_json = job_to_json(job);
+    sum.language_model = train_set.context > 0;
+    sum.tokens_per_sample = terms_per_sample;
+    sum.bigram_entropy = train_set.bigram_entropy;
     write_file_atomic(s.dir.summary(), summary_json(sum));
-    progress->note(fmt::format("done: test accuracy {:.4f}, test loss {:.4f}, {:.0f} samples/s, {:.1f} s; "
-                               "wrote {}", sum.test_accuracy, sum.test_loss, sum.samples_per_sec,
-                               sum.wall_seconds, s.dir.summary()));
+    progress->note(sum.language_model
+                       ? fmt::format("done: validation loss {:.4f} nats per token (bigram entropy {:.4f}), "
+                                     "{:.0f} tokens/s, {:.1f} s; wrote {}", sum.test_loss, sum.bigram_entropy,
+                                     sum.samples_per_sec * double(terms_per_sample), sum.wall_seconds,
+                                     s.dir.summary())
+                       : fmt::format("done: test accuracy {:.4f}, test loss {:.4f}, {:.0f} samples/s, {:.1f} s; "
+                                     "wrote {}", sum.test_accuracy, sum.test_loss, sum.samples_per_sec,
+                                     sum.wall_seconds, s.dir.summary()));
   }
   return result;
 }

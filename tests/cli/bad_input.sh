@@ -229,6 +229,31 @@ expect_error "--resume with a checkpoint from a different model" 2 "prev/checkpo
 expect_error "--resume with a checkpoint from a different optimizer" 2 "prev/checkpoints/$ckpt_name|optimizer" -- \
   "$DPTRAIN" run good.toml --out prev --resume --set optim.name=sgd
 
+# --- Model zoo: shapes that do not fit, text corpora -------------------------------------------------------------
+printf 'a tiny corpus, long enough for a few windows of eight characters each.\n%.0s' {1..20} >corpus.txt
+: >empty.txt
+printf 'valid text on line one\nthen a bad byte: \xff here\n' >latin1.txt
+text_job() {  # a GPT job on TEXT-FILE with extra [model] lines (heads, by default 4)
+  printf '[model]\ntype = "gpt"\nlayers = 1\nwidth = 16\ncontext = 8\n%s\n[data]\ndataset = "text"\npath = "%s"\ncontext = 8\n[train]\nsteps = 2\nglobal_batch = 4\n[launch]\nranks = 2\n[log]\nprogress = "none"\n' "$2" "$1"
+}
+text_job corpus.txt 'heads = 3' >bad_heads.toml
+expect_error "heads not dividing the width" 2 "bad_heads.toml:$(line_of bad_heads.toml 'heads = 3'):9|model.heads|must divide model.width (16)" -- \
+  "$DPTRAIN" run bad_heads.toml --out zoo
+text_job corpus.txt '' >long_seq.toml
+expect_error "sequence longer than the position table" 2 "--set data.context=9|position table" -- \
+  "$DPTRAIN" run long_seq.toml --out zoo --set data.context=9
+text_job empty.txt '' >empty_corpus.toml
+expect_error "empty corpus" 2 "empty.txt|empty" -- "$DPTRAIN" run empty_corpus.toml --out zoo
+text_job latin1.txt '' >latin1.toml
+expect_error "non-UTF-8 corpus" 2 "latin1.txt:2:18|UTF-8|byte offset 40" -- "$DPTRAIN" run latin1.toml --out zoo
+text_job missing.txt '' >missing_corpus.toml
+expect_error "missing corpus" 2 "missing.txt" -- "$DPTRAIN" run missing_corpus.toml --out zoo
+expect_error "cnn on non-image data" 2 "cnn|image" -- "$DPTRAIN" run good.toml --out zoo --set model.type=cnn
+expect_error "gpt on image data" 2 "gpt|text" -- "$DPTRAIN" run good.toml --out zoo --set model.type=gpt
+expect_error "mlp on text" 2 "text" -- "$DPTRAIN" run empty_corpus.toml --out zoo --set model.type=mlp --set data.path=corpus.txt
+expect_error "unknown model option" 2 "model.layer|did you mean 'model.layers'" -- \
+  "$DPTRAIN" run good.toml --out zoo --set model.layer=2
+
 # --- Command line ------------------------------------------------------------------------------------------------
 expect_error "unknown subcommand" 2 "frobnicate" -- "$DPTRAIN" frobnicate good.toml
 expect_error "unknown option" 2 "--frobnicate" -- "$DPTRAIN" run --frobnicate good.toml --out prev

@@ -119,13 +119,14 @@ BOOST_AUTO_TEST_CASE(rejects_bad_sizes) {
 BOOST_AUTO_TEST_CASE(gather_batch_copies_rows) {
   const auto d = dp::load_dataset(synthetic(20, 5, 3, 4), 11);
   const std::vector<uint32_t> idx = {19, 0, 7, 7};
-  std::vector<float> x(idx.size() * 3, -1.0f);
-  std::vector<int32_t> y(idx.size(), -1);
-  dp::gather_batch(d.train, idx, x.data(), y.data());
+  dp::BatchBuffer buf;
+  const dp::Batch b = dp::gather_batch(d.train, idx, buf);
+  BOOST_CHECK_EQUAL(b.n, 4);
+  BOOST_CHECK(b.tokens == nullptr);
   for (size_t i = 0; i < idx.size(); ++i) {
-    BOOST_CHECK_EQUAL(y[i], d.train.y[idx[i]]);
-    for (size_t j = 0; j < 3; ++j) BOOST_CHECK_EQUAL(x[i * 3 + j], d.train.x[idx[i] * 3 + j]);
+    BOOST_CHECK_EQUAL(b.targets[i], d.train.y[idx[i]]);
+    for (size_t j = 0; j < 3; ++j) BOOST_CHECK_EQUAL(b.x[i * 3 + j], d.train.x[idx[i] * 3 + j]);
   }
   const std::vector<uint32_t> bad = {20};
-  BOOST_CHECK_THROW(dp::gather_batch(d.train, bad, x.data(), y.data()), dp::InternalError);
+  BOOST_CHECK_THROW(dp::gather_batch(d.train, bad, buf), dp::InternalError);
 }

@@ -236,15 +236,15 @@ BOOST_AUTO_TEST_CASE(range_errors_point_at_the_value) {
 BOOST_AUTO_TEST_CASE(enumerations) {
   const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
       {"[model]\ntype = \"mpl\"\n", "model.type: unknown value 'mpl'",
-       "did you mean 'mlp'? valid values: mlp"},
+       "did you mean 'mlp'? valid values: mlp, cnn, gpt"},
       {"[data]\ndataset = \"fashion_mnist\"\n", "data.dataset: unknown value 'fashion_mnist'",
-       "did you mean 'fashion-mnist'? valid values: fashion-mnist, synthetic"},
+       "did you mean 'fashion-mnist'? valid values: fashion-mnist, synthetic, text"},
       {"[optim]\nname = \"adam\"\n", "optim.name: unknown value 'adam'",
        "did you mean 'adamw'? valid values: sgd, adamw"},
       {"[optim]\nschedule = \"cosin\"\n", "optim.schedule: unknown value 'cosin'",
        "did you mean 'cosine'? valid values: constant, step, cosine"},
       {"[train]\ndevice = \"cpus\"\n", "train.device: unknown value 'cpus'",
-       "did you mean 'cpu'? valid values: cpu"},
+       "did you mean 'cpu'? valid values: auto, cpu"},
       {"[parallel]\nstrategy = \"date\"\n", "parallel.strategy: unknown value 'date'",
        "did you mean 'data'? valid values: data"},
       {"[log]\nprogress = \"bars\"\n", "log.progress: unknown value 'bars'",

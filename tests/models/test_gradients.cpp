@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(whole_mlp_gradient_matches_finite_differences) {
   dp::Mlp model({10, 7}, features, classes, /*seed=*/11);
   const auto x = random_vector(size_t(n * features), 12);
   const std::vector<int32_t> y{0, 1, 2, 3, 3, 2, 1, 0};
-  const auto stats = model.forward_backward(x.data(), y.data(), n, 1.0f / float(n));
+  const auto stats = model.forward_backward({n, x.data(), nullptr, y.data()}, 1.0f / float(n));
   std::vector<double> p(model.params().begin(), model.params().end());
   // The float model and the double reference agree on the loss itself...
   BOOST_TEST(stats.loss_sum / double(n) == reference_mlp_loss(p, widths, x, y), boost::test_tools::tolerance(1e-5));
