@@ -8,29 +8,35 @@
 # Every job key (lib/job/schema.cpp; man dptrain-job(5)).
 _dptrain_keys=(
   job.name job.seed job.output_dir
-  model.type model.hidden
-  data.dataset data.path data.train_samples data.test_samples data.features data.classes
+  model.type model.hidden model.channels model.blocks model.layers model.heads model.width model.context
+  model.tied_head
+  data.dataset data.path data.train_samples data.test_samples data.features data.classes data.context
+  data.val_fraction
   optim.name optim.lr optim.momentum optim.weight_decay optim.beta1 optim.beta2 optim.eps
   optim.schedule optim.warmup_steps optim.step_size optim.gamma optim.min_lr
-  train.epochs train.steps train.global_batch train.eval_every train.threads train.device
+  train.epochs train.steps train.global_batch train.eval_every train.threads train.device train.precision
   parallel.strategy
   launch.ranks launch.hosts launch.mpirun_args launch.mpirun
   checkpoint.enabled checkpoint.every checkpoint.keep
   log.every log.progress
 )
 
-# Valid values of the enumerated keys, "dir" for keys that name a directory, or nothing.
+# Valid values of the enumerated keys, "dir" for keys that name a directory, "file" for a file or
+# directory, or nothing.
 _dptrain_values() {
   case $1 in
-    model.type) echo mlp ;;
-    data.dataset) echo fashion-mnist synthetic ;;
+    model.type) echo mlp cnn gpt ;;
+    model.tied_head) echo true false ;;
+    data.dataset) echo fashion-mnist synthetic text ;;
     optim.name) echo sgd adamw ;;
     optim.schedule) echo constant step cosine ;;
-    train.device) echo cpu ;;
+    train.device) echo auto cpu ;;
+    train.precision) echo fp32 ;;
     parallel.strategy) echo data ;;
     checkpoint.enabled) echo true false ;;
     log.progress) echo auto bar plain none ;;
-    data.path | job.output_dir) echo dir ;;
+    job.output_dir) echo dir ;;
+    data.path) echo file ;;
   esac
 }
 
@@ -52,10 +58,11 @@ _dptrain_set_arg() {
   if [[ $cur == *=* ]]; then
     local key=${cur%%=*} val=${cur#*=} values
     values=$(_dptrain_values "$key")
-    if [[ $values == dir ]]; then
-      local d
+    if [[ $values == dir || $values == file ]]; then
+      local d kind=-d
+      [[ $values == file ]] && kind=-f
       compopt -o filenames 2>/dev/null
-      while IFS= read -r d; do [[ -n $d ]] && COMPREPLY+=("$key=$d"); done < <(compgen -d -- "$val")
+      while IFS= read -r d; do [[ -n $d ]] && COMPREPLY+=("$key=$d"); done < <(compgen "$kind" -- "$val")
     elif [[ -n $values ]]; then
       local v
       for v in $(compgen -W "$values" -- "$val"); do COMPREPLY+=("$key=$v"); done

@@ -8,6 +8,7 @@
 
 #include "lib/core/error.h"
 #include "lib/data/idx.h"
+#include "lib/data/files.h"
 #include "lib/data/loaders.h"
 
 namespace dp {
@@ -20,36 +21,15 @@ const char* const kInstallHint =
     "install Debian's dataset-fashion-mnist package (apt-get install dataset-fashion-mnist) or set "
     "[data] path to the folder holding the IDX files";
 
-// The folder of train-images-idx3-ubyte.gz as listed by dpkg, or "" (dpkg missing, package absent).
-std::string dpkg_listed_dir() {
-  FILE* p = popen("dpkg -L dataset-fashion-mnist 2>/dev/null", "r");
-  if (!p) return {};
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  pclose(p);
-  const std::string file = "/train-images-idx3-ubyte.gz";
-  size_t start = 0;
-  while (start < out.size()) {
-    size_t end = out.find('\n', start);
-    if (end == std::string::npos) end = out.size();
-    const std::string line = out.substr(start, end - start);
-    if (line.size() > file.size() && line.compare(line.size() - file.size(), file.size(), file) == 0)
-      return line.substr(0, line.size() - file.size());
-    start = end + 1;
-  }
-  return {};
-}
-
 }  // namespace
 
 std::string fashion_mnist_dir(const std::string& path) {
   if (!path.empty()) return path;
   std::error_code ec;
   if (std::filesystem::is_directory(kFashionMnistDefaultDir, ec)) return kFashionMnistDefaultDir;
-  const std::string listed = dpkg_listed_dir();
-  return listed.empty() ? kFashionMnistDefaultDir : listed;
+  const std::string file = "/train-images-idx3-ubyte.gz";
+  const std::string listed = dpkg_listed_file("dataset-fashion-mnist", {file});
+  return listed.empty() ? kFashionMnistDefaultDir : listed.substr(0, listed.size() - file.size());
 }
 
 Dataset load_fashion_mnist_split(const std::string& dir, const std::string& split) {

@@ -1,6 +1,7 @@
 // Reader of gzip (or plain) IDX files with strict validation: magic, dimensions, exact payload length,
 // gzip integrity. Every error names the file.
 #include "lib/data/idx.h"
+#include "lib/data/files.h"
 
 #include <zlib.h>
 
@@ -19,22 +20,7 @@ namespace {
 constexpr int kMaxDims = 4;
 constexpr uint64_t kMaxPayload = uint64_t(1) << 32;  // 4 GiB: far beyond any dataset dptrain reads
 constexpr unsigned kChunk = 1u << 24;                 // gzread takes an unsigned length; read in chunks
-const char* const kDamagedHint = "the file is damaged or incomplete; reinstall or re-download it";
-
-struct GzCloser {
-  void operator()(gzFile_s* f) const { gzclose(f); }
-};
-using GzPtr = std::unique_ptr<gzFile_s, GzCloser>;
-
-// gzerror's text, without the "PATH: " zlib puts in front of it (DataError names the file already).
-std::string gz_message(gzFile f, const std::string& path) {
-  int code = 0;
-  const char* msg = gzerror(f, &code);
-  if (code == Z_ERRNO) return std::string("cannot read: ") + std::strerror(errno);
-  std::string s = msg ? msg : "unknown gzip error";
-  if (s.rfind(path + ": ", 0) == 0) s.erase(0, path.size() + 2);
-  return "damaged gzip data: " + s;
-}
+const char* const kDamagedHint = kDamagedFileHint;
 
 // Reads up to `len` bytes; returns how many were read. Throws on a gzip/IO error.
 uint64_t read_some(gzFile f, const std::string& path, uint8_t* out, uint64_t len) {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/data/files.h"
 #include "lib/data/loaders.h"
 
 namespace dp {
@@ -23,24 +24,9 @@ constexpr const char* kJargonDefault = "/usr/share/doc/jargon-text/jargon.txt.gz
 const char* const kInstallHint =
     "install Debian's jargon-text package (apt-get install jargon-text) or set [data] path to a UTF-8 "
     "text file";
-const char* const kDamagedHint = "the file is damaged or incomplete; reinstall or re-download it";
+const char* const kDamagedHint = kDamagedFileHint;
 const char* const kUtf8Hint = "the file must be UTF-8 text; convert it with iconv -t UTF-8";
 constexpr char32_t kMaxCodePoint = 0x10FFFF;
-
-struct GzCloser {
-  void operator()(gzFile_s* f) const { gzclose(f); }
-};
-using GzPtr = std::unique_ptr<gzFile_s, GzCloser>;
-
-// gzerror's text without the "PATH: " prefix zlib adds (DataError names the file already).
-std::string gz_message(gzFile f, const std::string& path) {
-  int code = 0;
-  const char* msg = gzerror(f, &code);
-  if (code == Z_ERRNO) return std::string("cannot read: ") + std::strerror(errno);
-  std::string s = msg ? msg : "unknown gzip error";
-  if (s.rfind(path + ": ", 0) == 0) s.erase(0, path.size() + 2);
-  return "damaged gzip data: " + s;
-}
 
 // The whole file, decompressed when it is gzip (gzread passes plain files through).
 std::string read_file(const std::string& path, bool user_path) {
@@ -74,33 +60,11 @@ std::string read_file(const std::string& path, bool user_path) {
   return out;
 }
 
-// The path of jargon.txt.gz as listed by `dpkg -L jargon-text`, or "" (dpkg missing, package absent).
-std::string dpkg_listed_jargon() {
-  FILE* p = popen("dpkg -L jargon-text 2>/dev/null", "r");
-  if (!p) return {};
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  pclose(p);
-  size_t start = 0;
-  while (start < out.size()) {
-    size_t end = out.find('\n', start);
-    if (end == std::string::npos) end = out.size();
-    const std::string line = out.substr(start, end - start);
-    for (const std::string name : {"/jargon.txt.gz", "/jargon.txt"})
-      if (line.size() > name.size() && line.compare(line.size() - name.size(), name.size(), name) == 0)
-        return line;
-    start = end + 1;
-  }
-  return {};
-}
-
 std::string text_path(const std::string& path) {
   if (!path.empty()) return path;
   std::error_code ec;
   if (std::filesystem::exists(kJargonDefault, ec)) return kJargonDefault;
-  const std::string listed = dpkg_listed_jargon();
+  const std::string listed = dpkg_listed_file("jargon-text", {"/jargon.txt.gz", "/jargon.txt"});
   if (listed.empty()) throw DataError(kJargonDefault, "the Jargon File is not installed", kInstallHint);
   return listed;
 }

@@ -19,7 +19,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for model in ${MODELS:-mlp cnn gpt}; do
   for ((r = 0; r < reps; r++)); do
     "$bench" "${config[$model]}" --batch "${batch[$model]}" --threads "$threads" >> "$tmp/$model.dptrain"
-    /usr/bin/python3 tests/bench/torch_models.py "$model" --batch "${batch[$model]}" --threads "$threads" \
+    /usr/bin/python3 tests/bench/torch_models.py "${config[$model]}" --batch "${batch[$model]}" --threads "$threads" \
       >> "$tmp/$model.torch"
   done
 done

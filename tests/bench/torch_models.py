@@ -1,21 +1,26 @@
-"""PyTorch twins of dptrain's models (configs/quickstart.toml, cnn.toml, gpt.toml) for timing one
-forward+backward on the CPU. Same architecture and shapes as dptrain's; values are random (timing does
-not depend on them). Prints one JSON line like tests/bench/model_step.cpp.
+"""PyTorch twins of dptrain's models for timing one forward+backward on the CPU. The architecture is read
+from the same job file dptrain reads ([model] keys, defaults as in man dptrain-job(5)); values are random
+(timing does not depend on them). Prints one JSON line like tests/bench/model_step.cpp.
 
-Usage: /usr/bin/python3 torch_models.py {mlp|cnn|gpt} [--batch B] [--steps N] [--warmup W] [--threads T]
+Usage: /usr/bin/python3 torch_models.py JOB.toml [--batch B] [--steps N] [--warmup W] [--threads T]
 """
 import argparse
 import json
 import math
 import time
+import tomllib
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 
-def mlp():
-    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+def mlp(hidden=(256, 128), features=784, classes=10):
+    widths = [features, *hidden]
+    layers = []
+    for a, b in zip(widths, widths[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(widths[-1], classes))
 
 
 class ConvNormRelu(nn.Sequential):
@@ -64,38 +69,46 @@ class Block(nn.Module):
 
 
 class Gpt(nn.Module):
-    def __init__(self, vocab=155, context=128, width=128, layers=4, heads=4):
+    def __init__(self, vocab=155, context=128, width=128, layers=4, heads=4, tied_head=True):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(context, width)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
         self.lnf = nn.LayerNorm(width)
+        self.head = None if tied_head else nn.Linear(width, vocab, bias=False)
 
     def forward(self, idx):
         x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
         for blk in self.blocks:
             x = blk(x)
-        return self.lnf(x) @ self.wte.weight.t()  # tied head
+        x = self.lnf(x)
+        return x @ self.wte.weight.t() if self.head is None else self.head(x)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("model", choices=["mlp", "cnn", "gpt"])
+    ap.add_argument("job", help="the dptrain job file whose [model] to build")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--context", type=int, default=128)
-    ap.add_argument("--vocab", type=int, default=155)
+    ap.add_argument("--vocab", type=int, default=155, help="text vocabulary (the Jargon File has 155)")
     a = ap.parse_args()
+    with open(a.job, "rb") as f:
+        job = tomllib.load(f)
+    m, d = job.get("model", {}), job.get("data", {})
+    a.model = m.get("type", "mlp")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     if a.model == "gpt":
-        model = Gpt(vocab=a.vocab, context=a.context)
-        x = torch.randint(0, a.vocab, (a.batch, a.context))
-        y = torch.randint(0, a.vocab, (a.batch, a.context))
-        loss_fn = lambda out: F.cross_entropy(out.view(-1, a.vocab), y.view(-1))
+        t = d.get("context", 128)
+        model = Gpt(vocab=a.vocab, context=m.get("context", 128), width=m.get("width", 128),
+                    layers=m.get("layers", 4), heads=m.get("heads", 4), tied_head=m.get("tied_head", True))
+        x = torch.randint(0, a.vocab, (a.batch, t))
+        y = torch.randint(0, a.vocab, (a.batch, t))
+        loss_fn = lambda out: F.cross_entropy(out.reshape(-1, a.vocab), y.view(-1))
     else:
-        model = mlp() if a.model == "mlp" else cnn()
+        model = (mlp(tuple(m.get("hidden", (256, 128)))) if a.model == "mlp"
+                 else cnn(tuple(m.get("channels", (16, 32))), m.get("blocks", 1)))
         x = torch.randn(a.batch, 784) if a.model == "mlp" else torch.randn(a.batch, 1, 28, 28)
         y = torch.randint(0, 10, (a.batch,))
         loss_fn = lambda out: F.cross_entropy(out, y)

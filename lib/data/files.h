@@ -1,0 +1,27 @@
+// Shared by the data loaders: gzip handles and their error texts, and asking dpkg where a Debian package
+// installed a file.
+#pragma once
+
+#include <zlib.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dp {
+
+inline constexpr const char* kDamagedFileHint = "the file is damaged or incomplete; reinstall or re-download it";
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+using GzPtr = std::unique_ptr<gzFile_s, GzCloser>;
+
+// gzerror's text without the "PATH: " prefix zlib adds (DataError names the file already).
+std::string gz_message(gzFile f, const std::string& path);
+
+// The first file `dpkg -L package` lists whose path ends with one of `suffixes` (each starting with '/'),
+// or "" when dpkg is missing, the package is absent or lists no such file.
+std::string dpkg_listed_file(const std::string& package, const std::vector<std::string>& suffixes);
+
+}  // namespace dp

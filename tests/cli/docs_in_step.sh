@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every job key dptrain knows (the resolved job.toml of a run lists them all) is documented in
+# man/dptrain-job.5 and offered by both shell completions; every subcommand of --help has a man section.
+# Usage: bash docs_in_step.sh PATH/TO/dptrain REPO_ROOT
+set -u
+DPTRAIN=$(realpath "$1")
+ROOT=$(realpath "$2")
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cat >"$TMP/job.toml" <<'TOML'
+[data]
+dataset = "synthetic"
+train_samples = 64
+[train]
+steps = 1
+global_batch = 8
+[log]
+progress = "none"
+[checkpoint]
+enabled = false
+TOML
+"$DPTRAIN" run "$TMP/job.toml" --out "$TMP/run" >/dev/null 2>&1 || { echo "not ok - tiny run failed"; exit 1; }
+failures=0
+table=""
+while IFS= read -r line; do
+  if [[ $line =~ ^\[([a-z]+)\]$ ]]; then table=${BASH_REMATCH[1]}; continue; fi
+  [[ $line =~ ^([a-z_]+)\ = ]] || continue
+  key=$table.${BASH_REMATCH[1]}
+  name=${BASH_REMATCH[1]}
+  for f in completions/dptrain.bash completions/_dptrain; do
+    grep -qw -- "$key" "$ROOT/$f" || { echo "not ok - $key missing from $f"; failures=$((failures + 1)); }
+  done
+  # In the man page a key is a .BR line under its table's .SS heading.
+  awk -v t="[$table]" -v k="$name" '$0 == ".SS " t {in_t = 1; next} /^\.SS/ {in_t = 0}
+      in_t && $1 == ".BR" && $2 == k {found = 1} END {exit !found}' "$ROOT/man/dptrain-job.5" ||
+    { echo "not ok - $key missing from man/dptrain-job.5"; failures=$((failures + 1)); }
+done <"$TMP/run/job.toml"
+for sub in $("$DPTRAIN" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}'); do
+  grep -q "^\.SS \"\\?$sub" "$ROOT/man/dptrain.1" || grep -q "^\.SS $sub" "$ROOT/man/dptrain.1" ||
+    { echo "not ok - subcommand $sub has no section in man/dptrain.1"; failures=$((failures + 1)); }
+done
+echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures missing)"
+((failures == 0))
