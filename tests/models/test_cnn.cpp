@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE cnn
 #include <boost/test/unit_test.hpp>
 
+#include "gradient_testing.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -15,37 +17,9 @@
 #include "lib/core/rng.h"
 #include "models/cnn.h"
 
+using namespace gradient_testing;
+
 namespace {
-
-std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0, double shift = 0.0) {
-  dp::Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = float(shift + rng.normal() * scale);
-  return v;
-}
-
-// Relative difference with a floor so that tiny gradients compare absolutely.
-double rel_diff(double a, double b, double floor = 1e-2) {
-  return std::abs(a - b) / std::max(floor, std::abs(a) + std::abs(b));
-}
-
-// Central difference of f with respect to v[i] (float storage, double evaluation).
-double numeric_grad(std::vector<float>& v, size_t i, const std::function<double()>& f, float eps) {
-  const float saved = v[i];
-  v[i] = saved + eps;
-  const double up = f();
-  v[i] = saved - eps;
-  const double down = f();
-  v[i] = saved;
-  return (up - down) / (2.0 * double(eps));
-}
-
-// The scalar loss sum(y * r) makes dL/dy = r.
-double dot(const std::vector<float>& a, const std::vector<float>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += double(a[i]) * double(b[i]);
-  return s;
-}
 
 // ---- double-precision references ------------------------------------------------------------------------
 
