@@ -90,7 +90,8 @@ __device__ inline T block_sum(T v, T* shared) {
 // Column sums of a rows x cols matrix given by fn(r, c) -> float2 (two sums at once): out0[c] = sum_r
 // fn(r, c).x, out1[c] (if not null) = sum_r fn(r, c).y. Deterministic: fixed chunks of rows, partial sums
 // in scratch (Slot::kReduce), then a fixed-order sum over the chunks. Threads of a warp read 32
-// consecutive columns (coalesced for row-major data). Outputs are overwritten (zero when rows == 0).
+// consecutive columns (coalesced for row-major data). Outputs are overwritten (zero when rows == 0), or
+// added to when `accumulate`.
 constexpr int kColTile = 32, kColLanes = 8;
 
 template <class Fn>
@@ -122,7 +123,7 @@ __global__ void column_partial_kernel(Fn fn, int64_t rows, int64_t cols, int64_t
 // A template so that each .cu gets its own copy (no relocatable device code in this build).
 template <int kUnused = 0>
 __global__ void column_finish_kernel(const float2* partial, int64_t chunks, int64_t cols, float* out0,
-                                     float* out1) {
+                                     float* out1, bool accumulate) {
   for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
        c += int64_t(gridDim.x) * blockDim.x) {
     float2 s = make_float2(0.0f, 0.0f);
@@ -130,14 +131,14 @@ __global__ void column_finish_kernel(const float2* partial, int64_t chunks, int6
       s.x += partial[k * cols + c].x;
       s.y += partial[k * cols + c].y;
     }
-    out0[c] = s.x;
-    if (out1) out1[c] = s.y;
+    out0[c] = accumulate ? out0[c] + s.x : s.x;
+    if (out1) out1[c] = accumulate ? out1[c] + s.y : s.y;
   }
 }
 
 template <class Fn>
-void column_sums(Fn fn, int64_t rows, int64_t cols, float* out0, float* out1) {
-  if (cols <= 0) return;
+void column_sums(Fn fn, int64_t rows, int64_t cols, float* out0, float* out1, bool accumulate = false) {
+  if (cols <= 0 || (rows <= 0 && accumulate)) return;
   if (rows <= 0) {
     DP_CUDA_CHECK(cudaMemset(out0, 0, size_t(cols) * sizeof(float)));
     if (out1) DP_CUDA_CHECK(cudaMemset(out1, 0, size_t(cols) * sizeof(float)));
@@ -149,7 +150,7 @@ void column_sums(Fn fn, int64_t rows, int64_t cols, float* out0, float* out1) {
   const dim3 grid(unsigned((cols + kColTile - 1) / kColTile), unsigned(chunks));
   column_partial_kernel<<<grid, dim3(kColTile, kColLanes)>>>(fn, rows, cols, rows_per_chunk, partial);
   DP_CUDA_LAUNCHED();
-  column_finish_kernel<0><<<grid_for(cols), kThreads>>>(partial, chunks, cols, out0, out1);
+  column_finish_kernel<0><<<grid_for(cols), kThreads>>>(partial, chunks, cols, out0, out1, accumulate);
   DP_CUDA_LAUNCHED();
 }
 

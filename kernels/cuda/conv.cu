@@ -151,19 +151,20 @@ void conv2d_forward(const ConvShape& s, const float* x, const float* w, const fl
 }
 
 void conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy, float* dx,
-                     float* dw, float* db, float*) {
+                     float* dw, float* db, float*, bool accumulate) {
   const int64_t ckk = s.in_channels * s.kernel * s.kernel;
   if (s.n == 0) {
+    if (accumulate) return;
     DP_CUDA_CHECK(cudaMemset(dw, 0, size_t(s.out_channels * ckk) * sizeof(float)));
     DP_CUDA_CHECK(cudaMemset(db, 0, size_t(s.out_channels) * sizeof(float)));
     return;
   }
   const Plan& p = plan_for(s);
-  const float one = 1.0f, zero = 0.0f;
-  DP_CUDA_CHECK(cudnnConvolutionBackwardBias(cudnn(), &one, p.y, dy, &zero, p.bias, db));
+  const float one = 1.0f, zero = 0.0f, param_beta = accumulate ? 1.0f : 0.0f;
+  DP_CUDA_CHECK(cudnnConvolutionBackwardBias(cudnn(), &one, p.y, dy, &param_beta, p.bias, db));
   DP_CUDA_CHECK(cudnnConvolutionBackwardFilter(cudnn(), &one, p.x, x, p.y, dy, p.conv, p.bwd_filter,
-                                               workspace_for(p.bwd_filter_bytes), p.bwd_filter_bytes, &zero,
-                                               p.w, dw));
+                                               workspace_for(p.bwd_filter_bytes), p.bwd_filter_bytes,
+                                               &param_beta, p.w, dw));
   if (dx)
     DP_CUDA_CHECK(cudnnConvolutionBackwardData(cudnn(), &one, p.w, w, p.y, dy, p.conv, p.bwd_data,
                                                workspace_for(p.bwd_data_bytes), p.bwd_data_bytes, &zero,

@@ -48,7 +48,7 @@ __global__ void ce_rows_kernel(const float* logits, const int32_t* __restrict__ 
       for (int64_t c = lane; c < classes; c += 32) {
         float v = float(double(expf(z[c] - best)) * inv) * scale;
         if (c == label) v -= scale;
-        d[c] = v;
+        d[c] = valid ? v : 0.0f;  // an out-of-range label: NaN loss, zero gradient
       }
     }
   }

@@ -10,8 +10,9 @@ namespace dp::cuda {
 
 using LossSums = cpu::LossSums;
 
-// logits (N, C), labels (N) in [0, C) (a label outside gives a NaN loss and no gradient for that row).
-// When dlogits is not null it receives scale * d(sum of losses)/dlogits; it may alias logits.
+// logits (N, C), labels (N) in [0, C) (a label outside gives a NaN loss, is not counted as correct and
+// gets a zero gradient row). When dlogits is not null it receives scale * d(sum of losses)/dlogits; it
+// may alias logits.
 // Deterministic: per-row values are summed in a fixed order.
 LossSums softmax_cross_entropy(const float* logits, const int32_t* labels, float* dlogits, int64_t n,
                                int64_t classes, float scale);

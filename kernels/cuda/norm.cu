@@ -43,13 +43,13 @@ __global__ void norm_apply_kernel(const float* x, const float* __restrict__ gamm
   }
 }
 
-// One block per (channel, sample): s_dy = sum g, s_dyx = sum g * (x - mean), g = masked dy.
+// One block per (sample, channel) row: s_dy = sum g, s_dyx = sum g * (x - mean), g = masked dy.
 __global__ void norm_channel_sums_kernel(const float* __restrict__ x, const float* __restrict__ dy,
                                          const float* __restrict__ relu_y, const float* __restrict__ mean,
                                          int64_t channels, int64_t spatial, float* __restrict__ s_dy,
                                          float* __restrict__ s_dyx) {
   __shared__ float sh[32];
-  const int64_t c = blockIdx.x, sample = blockIdx.y, row = sample * channels + c;
+  const int64_t row = blockIdx.x, sample = row / channels;
   const float mu = mean[sample];
   const float* xr = x + row * spatial;
   const float* dr = dy + row * spatial;
@@ -124,22 +124,22 @@ void norm2d_forward(const float* x, const float* gamma, const float* beta, float
 
 void norm2d_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
                      const float* relu_y, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t channels,
-                     int64_t spatial) {
+                     int64_t spatial, bool accumulate) {
   if (n <= 0 || channels <= 0 || spatial <= 0) {
-    detail::column_sums(ParamGrads{}, 0, channels, dgamma, dbeta);  // zeros
+    detail::column_sums(ParamGrads{}, 0, channels, dgamma, dbeta, accumulate);  // zeros, or unchanged
     return;
   }
-  DP_CHECK(n <= 65535, "norm2d_backward: more than 65535 samples in one call");
   const int64_t rows = n * channels;
+  DP_CHECK(rows <= INT32_MAX, "norm2d_backward: more than 2^31 - 1 (sample, channel) rows in one call");
   auto* s_dy = static_cast<float*>(detail::scratch(detail::Slot::kOp, size_t(rows * 2 + n * 2) * sizeof(float)));
   float* s_dyx = s_dy + rows;
   auto* coef = reinterpret_cast<float2*>(s_dyx + rows);  // 8-byte aligned: 2 * rows floats before it
-  norm_channel_sums_kernel<<<dim3(unsigned(channels), unsigned(n)), detail::kThreads>>>(
+  norm_channel_sums_kernel<<<unsigned(rows), detail::kThreads>>>(
       x, dy, relu_y, mean, channels, spatial, s_dy, s_dyx);
   DP_CUDA_LAUNCHED();
   norm_coef_kernel<<<unsigned(n), detail::kThreads>>>(gamma, rstd, s_dy, s_dyx, channels, spatial, coef);
   DP_CUDA_LAUNCHED();
-  detail::column_sums(ParamGrads{s_dy, s_dyx, rstd, channels}, n, channels, dgamma, dbeta);
+  detail::column_sums(ParamGrads{s_dy, s_dyx, rstd, channels}, n, channels, dgamma, dbeta, accumulate);
   norm_dx_kernel<<<detail::grid_for(rows * spatial), detail::kThreads>>>(x, gamma, mean, rstd, dy, relu_y, coef,
                                                                          dx, rows * spatial, channels, spatial);
   DP_CUDA_LAUNCHED();

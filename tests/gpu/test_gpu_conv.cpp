@@ -1,6 +1,7 @@
-// kernels/cuda/conv.cu (cuDNN) against kernels/cpu/conv.cpp (im2col + GEMM): y, dx, dw, db for padded,
-// strided, pointwise and the CNN's own shapes. Tolerance 1e-4 relative (cuDNN may pick Winograd or FFT
-// algorithms, whose fp32 rounding differs more from a direct sum than a GEMM's).
+// kernels/cuda/conv.cu (cuDNN) against kernels/cpu/conv.cpp (im2col + GEMM): y, dx, dw, db (overwritten
+// and accumulated) for padded, strided, pointwise and the CNN's own shapes. Tolerance 1e-4 relative
+// (cuDNN may pick Winograd or FFT algorithms, whose fp32 rounding differs more from a direct sum than a
+// GEMM's).
 #define BOOST_TEST_MODULE gpu_conv
 #include "tests/gpu/gpu_testing.h"
 
@@ -69,6 +70,19 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
       cuda::conv2d_backward(s, gx.data(), gw.data(), gdy.data(), nullptr, gdw2.data(), gdb2.data());
       expect_close("dw (no dx)", gdw2.download(), dw, kTol);
       expect_close("db (no dx)", gdb2.download(), db, kTol);
+
+      // accumulate: dw, db added to non-zero values; dx still overwritten.
+      const auto dw0 = uniform(g, dw.size()), db0 = uniform(g, db.size());
+      std::vector<float> dx_acc(dx.size()), dw_acc = dw0, db_acc = db0;
+      cpu::conv2d_backward(s, x.data(), w.data(), dy.data(), dx_acc.data(), dw_acc.data(), db_acc.data(),
+                           workspace.data(), true);
+      DeviceBuffer<float> gdw3(dw0), gdb3(db0);
+      auto gdx3 = poisoned(dx.size());
+      cuda::conv2d_backward(s, gx.data(), gw.data(), gdy.data(), gdx3.data(), gdw3.data(), gdb3.data(), nullptr,
+                            true);
+      expect_close("dx (accumulate)", gdx3.download(), dx_acc, kTol);
+      expect_close("dw (accumulate)", gdw3.download(), dw_acc, kTol);
+      expect_close("db (accumulate)", gdb3.download(), db_acc, kTol);
     }
   }
 }
@@ -80,4 +94,11 @@ BOOST_AUTO_TEST_CASE(empty_batch_zeroes_parameter_gradients) {
   cuda::conv2d_backward(s, x.data(), w.data(), dy.data(), nullptr, dw.data(), db.data());
   BOOST_TEST(dw.download() == std::vector<float>(54, 0.0f));
   BOOST_TEST(db.download() == std::vector<float>(3, 0.0f));
+  // accumulate: left as they are.
+  const std::vector<float> dw0(54, 1.5f), db0(3, -2.0f);
+  dw.upload(dw0);
+  db.upload(db0);
+  cuda::conv2d_backward(s, x.data(), w.data(), dy.data(), nullptr, dw.data(), db.data(), nullptr, true);
+  BOOST_TEST(dw.download() == dw0);
+  BOOST_TEST(db.download() == db0);
 }

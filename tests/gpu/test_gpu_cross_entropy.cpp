@@ -1,5 +1,5 @@
 // kernels/cuda/cross_entropy.cu against kernels/cpu/cross_entropy.cpp: loss sum (relative 1e-6), the
-// number of correct arg-maxes (exact), dlogits (1e-5).
+// number of correct arg-maxes (exact), dlogits (1e-5); labels out of range.
 #define BOOST_TEST_MODULE gpu_cross_entropy
 #include "tests/gpu/gpu_testing.h"
 
@@ -56,4 +56,26 @@ BOOST_AUTO_TEST_CASE(ties_pick_the_first_class_and_empty_batches_are_zero) {
   const cuda::LossSums none = cuda::softmax_cross_entropy(gl.data(), glab.data(), nullptr, 0, classes, 1.0f);
   BOOST_TEST(none.loss == 0.0);
   BOOST_TEST(none.correct == 0);
+}
+
+BOOST_AUTO_TEST_CASE(labels_out_of_range_give_nan_loss_and_zero_gradient_rows) {
+  const int64_t n = 5, classes = 7;
+  const float scale = 0.25f;
+  auto g = rng(5);
+  const auto logits = uniform(g, size_t(n * classes), -4.0f, 4.0f);
+  const std::vector<int32_t> labels = {3, -1, 7, 0, 1000};
+  // The CPU kernel has no defined result for such labels: the valid rows alone are the reference.
+  std::vector<float> want(logits.size(), 0.0f);
+  int64_t correct = 0;
+  for (const int64_t i : {int64_t(0), int64_t(3)})
+    correct += cpu::softmax_cross_entropy(logits.data() + i * classes, labels.data() + i,
+                                          want.data() + i * classes, 1, classes, scale)
+                   .correct;
+  DeviceBuffer<float> gl(logits);
+  DeviceBuffer<int32_t> glab(labels);
+  auto gd = poisoned(logits.size());
+  const cuda::LossSums got = cuda::softmax_cross_entropy(gl.data(), glab.data(), gd.data(), n, classes, scale);
+  BOOST_TEST(std::isnan(got.loss));
+  BOOST_TEST(got.correct == correct);
+  expect_close("dlogits", gd.download(), want, 1e-5);
 }

@@ -1,5 +1,5 @@
-// kernels/cuda/layernorm.cu against kernels/cpu/layernorm.cpp: y, mean, rstd (relative 1e-5); dx added to
-// a non-zero dx, dgamma, dbeta (1e-5; dgamma/dbeta sum over up to 1024 rows); dx over dy in place.
+// kernels/cuda/layernorm.cu against kernels/cpu/layernorm.cpp: y, mean, rstd (relative 1e-5), also y over x;
+// dx added to a non-zero dx, dgamma, dbeta (1e-5; dgamma/dbeta sum over up to 1024 rows); dx over dy.
 #define BOOST_TEST_MODULE gpu_layernorm
 #include "tests/gpu/gpu_testing.h"
 
@@ -33,6 +33,10 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
       expect_close("y", gy.download(), y, 1e-5);
       expect_close("mean", gmean.download(), mean, 1e-5);
       expect_close("rstd", grstd.download(), rstd, 1e-5);
+      DeviceBuffer<float> gxy(x);  // y over x
+      cuda::layernorm_forward(gxy.data(), ggamma.data(), gbeta.data(), gxy.data(), gmean.data(), grstd.data(), s.n,
+                              s.c);
+      expect_close("y in place", gxy.download(), y, 1e-5);
       gmean.upload(mean);
       grstd.upload(rstd);
       cuda::layernorm_backward(gx.data(), ggamma.data(), gmean.data(), grstd.data(), gdy.data(), gdx.data(),

@@ -1,5 +1,6 @@
 // kernels/cuda/norm.cu against kernels/cpu/norm.cpp: forward (with and without the fused ReLU; relative
-// 1e-5) and backward (with and without the ReLU mask; 1e-4: dx combines sums over C*S values), in place.
+// 1e-5) and backward (with and without the ReLU mask; 1e-4: dx combines sums over C*S values), in place,
+// and with dgamma/dbeta accumulated.
 #define BOOST_TEST_MODULE gpu_norm
 #include "tests/gpu/gpu_testing.h"
 
@@ -57,6 +58,36 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
                               relu ? gy.data() : nullptr, gdy.data(), gdgamma.data(), gdbeta.data(), s.n,
                               s.channels, s.spatial);
         expect_close("dx in place", gdy.download(), dx, 1e-4);
+
+        // accumulate: dgamma, dbeta added to non-zero values; dx still overwritten.
+        const auto dg0 = uniform(g, gamma.size()), db0 = uniform(g, beta.size());
+        std::vector<float> dx_acc(total), dg_acc = dg0, db_acc = db0;
+        cpu::norm2d_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), relu ? y.data() : nullptr,
+                             dx_acc.data(), dg_acc.data(), db_acc.data(), s.n, s.channels, s.spatial, true);
+        DeviceBuffer<float> gdy2(dy), gdg2(dg0), gdb2(db0);
+        auto gdx2 = poisoned(total);
+        cuda::norm2d_backward(gx.data(), ggamma.data(), gmean.data(), grstd.data(), gdy2.data(),
+                              relu ? gy.data() : nullptr, gdx2.data(), gdg2.data(), gdb2.data(), s.n, s.channels,
+                              s.spatial, true);
+        expect_close("dx (accumulate)", gdx2.download(), dx_acc, 1e-4);
+        expect_close("dgamma (accumulate)", gdg2.download(), dg_acc, 1e-4);
+        expect_close("dbeta (accumulate)", gdb2.download(), db_acc, 1e-4);
       }
     }
+}
+
+BOOST_AUTO_TEST_CASE(empty_batch_zeroes_or_keeps_parameter_gradients) {
+  DeviceBuffer<float> x(0), gamma(std::vector<float>(4, 1.0f)), mean(0), rstd(0), dy(0), dx(0);
+  auto dg = poisoned(4), db = poisoned(4);
+  cuda::norm2d_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), nullptr, dx.data(), dg.data(),
+                        db.data(), 0, 4, 9);
+  BOOST_TEST(dg.download() == std::vector<float>(4, 0.0f));
+  BOOST_TEST(db.download() == std::vector<float>(4, 0.0f));
+  const std::vector<float> dg0 = {1, 2, 3, 4}, db0 = {-1, -2, -3, -4};
+  dg.upload(dg0);
+  db.upload(db0);
+  cuda::norm2d_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), nullptr, dx.data(), dg.data(),
+                        db.data(), 0, 4, 9, true);
+  BOOST_TEST(dg.download() == dg0);
+  BOOST_TEST(db.download() == db0);
 }
