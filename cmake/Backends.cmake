@@ -12,8 +12,8 @@
 #     START (exit 127, "error while loading shared libraries") on a machine without these libraries, even
 #     to train on the CPU. This image and CI have them; elsewhere build with -DDPTRAIN_WITH_CUDA=OFF, or
 #     (not done yet) load the CUDA backend with dlopen.
-#   - NCCL (libnccl.so.2) is linked when found (not in the device build) for the multi-GPU collectives to
-#     come; the same --as-needed rule applies.
+#   - NCCL (libnccl.so.2) is linked when found (not in the device build): lib/comm/nccl/nccl_group.cu,
+#     multi-GPU data parallelism; without it nccl_unavailable.cpp reports that. Same --as-needed rule.
 include(CheckLanguage)
 check_language(CUDA)
 if(CMAKE_CUDA_COMPILER)
@@ -54,6 +54,8 @@ if(DPTRAIN_WITH_CUDA)
       target_include_directories(dptrain_cuda PRIVATE ${DPTRAIN_NCCL_INCLUDE_DIR})
       target_link_libraries(dptrain_cuda PUBLIC ${DPTRAIN_NCCL_LIBRARY})
       target_compile_definitions(dptrain_cuda PUBLIC DPTRAIN_WITH_NCCL=1)
+      target_sources(dptrain_cuda PRIVATE ${PROJECT_SOURCE_DIR}/lib/comm/nccl/nccl_group.cu)
+      set(DPTRAIN_HAVE_NCCL ON)
       set(_dptrain_nccl "NCCL ${DPTRAIN_NCCL_LIBRARY}")
     else()
       set(_dptrain_nccl "no NCCL")
@@ -69,4 +71,9 @@ if(DPTRAIN_WITH_CUDA)
 else()
   target_compile_definitions(dp_core PUBLIC DPTRAIN_WITH_CUDA=0)
   message(STATUS "dptrain: CUDA backend OFF (CPU only)")
+endif()
+
+# Without NCCL, make_nccl_group says so instead (the device build has no dp_comm and needs neither).
+if(TARGET dp_comm AND NOT DPTRAIN_HAVE_NCCL)
+  target_sources(dp_comm PRIVATE ${PROJECT_SOURCE_DIR}/lib/comm/nccl/nccl_unavailable.cpp)
 endif()

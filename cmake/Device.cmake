@@ -3,7 +3,8 @@
 # none of Debian's dev libraries (no OpenBLAS, fmt, Boost, MPI, TOML++, CLI11). It builds only
 #   dptrain_cuda (cmake/Backends.cmake; static CUDA runtime, shared cuBLAS and cuDNN, no NCCL),
 #   the CPU kernels as the tests' oracle, with tests/gpu/cblas_reference.cpp standing in for OpenBLAS,
-#   the GPU tests (tests/gpu/test_gpu_*.cpp, Boost.Test compiled in) and gpu_bench_ops,
+#   the models (models/), the GPU tests (tests/gpu/test_gpu_*.cpp, Boost.Test compiled in) and the
+#   benchmarks tests/gpu/bench_gpu_*.cpp (kernels and whole training steps),
 # into ${CMAKE_BINARY_DIR}/bin, linked with -static-libstdc++ -static-libgcc and header-only fmt, so that
 # each binary needs only glibc (2.36 or newer) plus that machine's libcublas.so.13, libcublasLt.so.13 and
 # libcudnn.so.9. The top-level CMakeLists.txt includes it before its find_package calls and stops there:
@@ -35,14 +36,21 @@ target_include_directories(dp_kernels PUBLIC ${DPTRAIN_CBLAS_INCLUDE_DIR})
 target_compile_options(dp_kernels PRIVATE -Wall -Wextra -Wpedantic -fno-math-errno)
 target_link_libraries(dp_kernels PUBLIC dp_core)
 
+# The models: they need only lib/core, the kernel tables and lib/job's plain structs (job.h).
+file(GLOB _dp_models_src CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/models/*.cpp)
+add_library(dp_models OBJECT ${_dp_models_src})
+target_compile_options(dp_models PRIVATE -Wall -Wextra -Wpedantic)
+target_link_libraries(dp_models PUBLIC dp_kernels)
+
 include(${CMAKE_CURRENT_LIST_DIR}/Backends.cmake)
 
 add_library(dp_boost_test OBJECT ${PROJECT_SOURCE_DIR}/tests/gpu/boost_test_static.cpp)
 target_link_libraries(dp_boost_test PUBLIC Boost::headers)
 
 enable_testing()
-file(GLOB _gpu_tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/gpu/test_gpu_*.cpp)
-foreach(src ${_gpu_tests} ${PROJECT_SOURCE_DIR}/tests/gpu/bench_gpu_ops.cpp)
+file(GLOB _gpu_tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/gpu/test_gpu_*.cpp
+     ${PROJECT_SOURCE_DIR}/tests/gpu/bench_gpu_*.cpp)
+foreach(src ${_gpu_tests})
   get_filename_component(name ${src} NAME_WE)
   string(REGEX REPLACE "^(test|bench)_gpu_" "" short ${name})
   if(name MATCHES "^bench_")
@@ -55,7 +63,7 @@ foreach(src ${_gpu_tests} ${PROJECT_SOURCE_DIR}/tests/gpu/bench_gpu_ops.cpp)
     add_test(NAME ${target} COMMAND ${target} --color_output=no)
     set_tests_properties(${target} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
   endif()
-  target_link_libraries(${target} PRIVATE dp_kernels dp_core dptrain_cuda)
+  target_link_libraries(${target} PRIVATE dp_models dp_kernels dp_core dptrain_cuda)
   target_compile_options(${target} PRIVATE -Wall -Wextra)
   target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc -Wl,--as-needed)
 endforeach()

@@ -30,8 +30,8 @@ _dptrain_values() {
     data.dataset) echo fashion-mnist synthetic text ;;
     optim.name) echo sgd adamw ;;
     optim.schedule) echo constant step cosine ;;
-    train.device) echo auto cpu ;;
-    train.precision) echo fp32 ;;
+    train.device) echo auto cpu cuda ;;
+    train.precision) echo fp32 bf16 ;;
     parallel.strategy) echo data ;;
     checkpoint.enabled) echo true false ;;
     log.progress) echo auto bar plain none ;;

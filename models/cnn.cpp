@@ -7,16 +7,19 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/norm.h"
-#include "kernels/cpu/ops.h"
-#include "kernels/cpu/pool.h"
 #include "lib/core/error.h"
 #include "lib/core/rng.h"
 
 namespace dp {
 
-Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed)
-    : shape_(shape), channels_(spec.channels), blocks_(spec.blocks) {
+Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k)
+    : Model(k),
+      shape_(shape),
+      channels_(spec.channels),
+      blocks_(spec.blocks),
+      pooled_(k), logits_(k), dlogits_(k), dpooled_(k),
+      grad_a_(k), grad_b_(k), grad_c_(k),
+      workspace_(k), x_staging_(k), labels_staging_(k) {
   if (!shape.is_image())
     throw JobError("[model] type", "model 'cnn' needs image data (channels x height x width)",
                    "use an image dataset such as [data] dataset = \"fashion-mnist\", or type = \"mlp\"");
@@ -45,7 +48,7 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed)
     layers_.push_back({name, "conv", offset, count, cout * pq, 2.0 * double(cin * 9) * double(cout * pq)});
     uniform.push_back({offset, count, cin * 9});
     offset += count;
-    max_workspace_ = std::max(max_workspace_, c.shape.workspace());
+    max_workspace_ = std::max(max_workspace_, k.conv2d_workspace(c.shape));
     return c;
   };
   // norm keeps only its statistics for backward (it reads its input, the conv output, again).
@@ -63,7 +66,7 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed)
   // conv3x3 -> norm -> ReLU
   auto plain_unit = [&](const std::string& prefix, int64_t cin, int64_t h, int64_t w, int64_t cout,
                         int64_t stride) {
-    Unit u{};
+    Unit u(k);
     u.residual = false;
     u.conv1 = add_conv(prefix + ".conv", cin, h, w, cout, stride);
     const int64_t spatial = u.conv1.shape.out_height() * u.conv1.shape.out_width();
@@ -88,7 +91,7 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed)
     for (int64_t blk = 0; blk < blocks_; ++blk) {
       const std::string prefix = fmt::format("{}.block{}", stage, blk + 1);
       const int64_t size = c * h * w;
-      Unit u{};
+      Unit u(k);
       u.residual = true;
       u.conv1 = add_conv(prefix + ".conv1", c, h, w, c, 1);
       u.norm1 = add_norm(prefix + ".norm1", c, h * w);
@@ -111,17 +114,17 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed)
 
   for (const Unit& u : units_) max_act_ = std::max({max_act_, u.in_size, u.out_size});
 
-  params_.assign(size_t(offset), 0.0f);
-  grads_.assign(size_t(offset), 0.0f);
+  std::vector<float> init(size_t(offset), 0.0f);
   for (size_t l = 0; l < uniform.size(); ++l) {
     Rng rng(derive_seed(seed, l, /*tag=*/0x636e6e));
     const double bound = 1.0 / std::sqrt(double(uniform[l].fan_in));
     for (int64_t i = 0; i < uniform[l].count; ++i)
-      params_[size_t(uniform[l].offset + i)] = float((2.0 * rng.uniform() - 1.0) * bound);
+      init[size_t(uniform[l].offset + i)] = float((2.0 * rng.uniform() - 1.0) * bound);
   }
-  for (size_t k = 0; k < gammas.size(); ++k)
-    std::fill_n(params_.begin() + gammas[k], gamma_sizes[k], 1.0f);  // beta stays 0
-  workspace_.assign(size_t(max_workspace_), 0.0f);
+  for (size_t j = 0; j < gammas.size(); ++j)
+    std::fill_n(init.begin() + gammas[j], gamma_sizes[j], 1.0f);  // beta stays 0
+  set_parameters(init);
+  workspace_.grow(size_t(max_workspace_));
 }
 
 void Cnn::forward(const float* x, int64_t n) {
@@ -130,82 +133,84 @@ void Cnn::forward(const float* x, int64_t n) {
   for (Unit& u : units_) {
     const size_t out = size_t(n * u.out_size);
     u.conv1.shape.n = n;
-    u.c1.resize(out);
-    u.h1.resize(out);
-    u.mean1.resize(size_t(n));
-    u.rstd1.resize(size_t(n));
-    cpu::conv2d_forward(u.conv1.shape, in, p(u.conv1.w_offset), p(u.conv1.b_offset), u.c1.data(), ws);
-    cpu::norm2d_forward(u.c1.data(), p(u.norm1.g_offset), p(u.norm1.b_offset), u.h1.data(), u.mean1.data(),
+    u.c1.grow(out);
+    u.h1.grow(out);
+    u.mean1.grow(size_t(n));
+    u.rstd1.grow(size_t(n));
+    k_.conv2d_forward(u.conv1.shape, in, p(u.conv1.w_offset), p(u.conv1.b_offset), u.c1.data(), ws);
+    k_.norm2d_forward(u.c1.data(), p(u.norm1.g_offset), p(u.norm1.b_offset), u.h1.data(), u.mean1.data(),
                         u.rstd1.data(), n, u.norm1.channels, u.norm1.spatial, /*relu=*/true);
     if (u.residual) {
       u.conv2.shape.n = n;
-      u.c2.resize(out);
-      u.out.resize(out);
-      u.mean2.resize(size_t(n));
-      u.rstd2.resize(size_t(n));
-      cpu::conv2d_forward(u.conv2.shape, u.h1.data(), p(u.conv2.w_offset), p(u.conv2.b_offset), u.c2.data(), ws);
+      u.c2.grow(out);
+      u.out.grow(out);
+      u.mean2.grow(size_t(n));
+      u.rstd2.grow(size_t(n));
+      k_.conv2d_forward(u.conv2.shape, u.h1.data(), p(u.conv2.w_offset), p(u.conv2.b_offset), u.c2.data(), ws);
       float* y = u.out.data();
-      cpu::norm2d_forward(u.c2.data(), p(u.norm2.g_offset), p(u.norm2.b_offset), y, u.mean2.data(),
-                          u.rstd2.data(), n, u.norm2.channels, u.norm2.spatial, /*relu=*/false);
-      for (size_t j = 0; j < out; ++j) y[j] = std::max(y[j] + in[j], 0.0f);
+      k_.norm2d_forward(u.c2.data(), p(u.norm2.g_offset), p(u.norm2.b_offset), y, u.mean2.data(),
+                        u.rstd2.data(), n, u.norm2.channels, u.norm2.spatial, /*relu=*/false);
+      k_.add(y, in, y, int64_t(out));  // + the block's input, then ReLU
+      k_.relu_forward(y, y, int64_t(out));
     }
     in = u.output().data();
   }
   const int64_t c = channels_.back(), spatial = units_.back().out_size / c;
-  pooled_.resize(size_t(n * c));
-  logits_.resize(size_t(n * classes_));
-  cpu::global_avg_pool_forward(in, pooled_.data(), n, c, spatial);
-  cpu::linear_forward(pooled_.data(), p(fc_w_offset_), p(fc_b_offset_), logits_.data(), n, c, classes_);
+  pooled_.grow(size_t(n * c));
+  logits_.grow(size_t(n * classes_));
+  k_.global_avg_pool_forward(in, pooled_.data(), n, c, spatial);
+  k_.linear_forward(pooled_.data(), p(fc_w_offset_), p(fc_b_offset_), logits_.data(), n, c, classes_);
 }
 
 StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
   const int64_t n = b.n;
-  forward(b.x, n);
-  dlogits_.resize(size_t(n * classes_));
-  const cpu::LossSums s =
-      cpu::softmax_cross_entropy(logits_.data(), b.targets, dlogits_.data(), n, classes_, loss_scale);
+  if (n == 0) {
+    grads_.zero();
+    return {};
+  }
+  const float* x = stage(b.x, n * shape_.features, x_staging_);
+  forward(x, n);
+  dlogits_.grow(size_t(n * classes_));
+  const cpu::LossSums s = k_.softmax_cross_entropy(logits_.data(), stage(b.targets, n, labels_staging_),
+                                                   dlogits_.data(), n, classes_, loss_scale);
 
   const int64_t c = channels_.back(), spatial = units_.back().out_size / c;
-  dpooled_.resize(size_t(n * c));
-  cpu::linear_backward(pooled_.data(), p(fc_w_offset_), dlogits_.data(), dpooled_.data(), g(fc_w_offset_),
+  dpooled_.grow(size_t(n * c));
+  k_.linear_backward(pooled_.data(), p(fc_w_offset_), dlogits_.data(), dpooled_.data(), g(fc_w_offset_),
                        g(fc_b_offset_), n, c, classes_);
-  grad_a_.resize(size_t(n * max_act_));
-  grad_b_.resize(size_t(n * max_act_));
-  grad_c_.resize(size_t(n * max_act_));
+  grad_a_.grow(size_t(n * max_act_));
+  grad_b_.grow(size_t(n * max_act_));
+  grad_c_.grow(size_t(n * max_act_));
   // dy: gradient w.r.t. the current unit's output; t1, t2: scratch.
   float* dy = grad_a_.data();
   float* t1 = grad_b_.data();
   float* t2 = grad_c_.data();
   float* ws = workspace_.data();
-  cpu::global_avg_pool_backward(dpooled_.data(), dy, n, c, spatial);
+  k_.global_avg_pool_backward(dpooled_.data(), dy, n, c, spatial);
 
   for (size_t k = units_.size(); k-- > 0;) {
     Unit& u = units_[k];
-    const float* in = k == 0 ? b.x : units_[k - 1].output().data();
+    const float* in = k == 0 ? x : units_[k - 1].output().data();
     const Norm& n1 = u.norm1;
     if (u.residual) {
       const Norm& n2 = u.norm2;
       // out = ReLU(norm2(c2) + in): dy becomes the gradient of the sum, shared by both branches.
-      const float* y = u.out.data();
       const int64_t count = n * u.out_size;
-      for (int64_t j = 0; j < count; ++j) {
-        const float d = dy[j];  // loaded unconditionally so the select vectorises
-        dy[j] = y[j] > 0.0f ? d : 0.0f;
-      }
-      cpu::norm2d_backward(u.c2.data(), p(n2.g_offset), u.mean2.data(), u.rstd2.data(), dy, nullptr, t1,
-                           g(n2.g_offset), g(n2.b_offset), n, n2.channels, n2.spatial);
-      cpu::conv2d_backward(u.conv2.shape, u.h1.data(), p(u.conv2.w_offset), t1, t2, g(u.conv2.w_offset),
-                           g(u.conv2.b_offset), ws);
-      cpu::norm2d_backward(u.c1.data(), p(n1.g_offset), u.mean1.data(), u.rstd1.data(), t2, u.h1.data(), t2,
-                           g(n1.g_offset), g(n1.b_offset), n, n1.channels, n1.spatial);
-      cpu::conv2d_backward(u.conv1.shape, in, p(u.conv1.w_offset), t2, t1, g(u.conv1.w_offset),
-                           g(u.conv1.b_offset), ws);
-      for (int64_t j = 0; j < count; ++j) dy[j] += t1[j];
+      k_.relu_backward(u.out.data(), dy, dy, count);
+      k_.norm2d_backward(u.c2.data(), p(n2.g_offset), u.mean2.data(), u.rstd2.data(), dy, nullptr, t1,
+                         g(n2.g_offset), g(n2.b_offset), n, n2.channels, n2.spatial, false);
+      k_.conv2d_backward(u.conv2.shape, u.h1.data(), p(u.conv2.w_offset), t1, t2, g(u.conv2.w_offset),
+                         g(u.conv2.b_offset), ws, false);
+      k_.norm2d_backward(u.c1.data(), p(n1.g_offset), u.mean1.data(), u.rstd1.data(), t2, u.h1.data(), t2,
+                         g(n1.g_offset), g(n1.b_offset), n, n1.channels, n1.spatial, false);
+      k_.conv2d_backward(u.conv1.shape, in, p(u.conv1.w_offset), t2, t1, g(u.conv1.w_offset),
+                         g(u.conv1.b_offset), ws, false);
+      k_.add(dy, t1, dy, count);  // the skip connection's gradient plus the branch's
     } else {
-      cpu::norm2d_backward(u.c1.data(), p(n1.g_offset), u.mean1.data(), u.rstd1.data(), dy, u.h1.data(), dy,
-                           g(n1.g_offset), g(n1.b_offset), n, n1.channels, n1.spatial);
-      cpu::conv2d_backward(u.conv1.shape, in, p(u.conv1.w_offset), dy, k == 0 ? nullptr : t1,
-                           g(u.conv1.w_offset), g(u.conv1.b_offset), ws);
+      k_.norm2d_backward(u.c1.data(), p(n1.g_offset), u.mean1.data(), u.rstd1.data(), dy, u.h1.data(), dy,
+                         g(n1.g_offset), g(n1.b_offset), n, n1.channels, n1.spatial, false);
+      k_.conv2d_backward(u.conv1.shape, in, p(u.conv1.w_offset), dy, k == 0 ? nullptr : t1,
+                         g(u.conv1.w_offset), g(u.conv1.b_offset), ws, false);
       std::swap(dy, t1);
     }
   }
@@ -219,9 +224,9 @@ StepStats Cnn::evaluate(const Batch& b) {
   StepStats total;
   for (int64_t begin = 0; begin < b.n; begin += kChunk) {
     const int64_t m = std::min(kChunk, b.n - begin);
-    forward(b.x + begin * shape_.features, m);
-    const cpu::LossSums s =
-        cpu::softmax_cross_entropy(logits_.data(), b.targets + begin, nullptr, m, classes_, 1.0f);
+    forward(stage(b.x + begin * shape_.features, m * shape_.features, x_staging_), m);
+    const cpu::LossSums s = k_.softmax_cross_entropy(logits_.data(), stage(b.targets + begin, m, labels_staging_),
+                                                     nullptr, m, classes_, 1.0f);
     total.loss_sum += s.loss;
     total.correct += s.correct;
   }

@@ -20,7 +20,7 @@ class Cnn final : public Model {
   // then beta (C); the classifier's w (classes, C) then b (classes). Conv and linear weights and biases
   // ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's default), gamma = 1, beta = 0.
   // Throws JobError when `shape` is not image data or the options are invalid.
-  Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed);
+  Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k = cpu_kernels());
 
   std::string type() const override { return "cnn"; }
   StepStats forward_backward(const Batch& b, float loss_scale) override;
@@ -38,7 +38,9 @@ class Cnn final : public Model {
   };
   // The stem and each downsampling layer (conv -> norm -> ReLU), or a residual block.
   struct Unit {
-    bool residual;
+    explicit Unit(const Kernels& k)
+        : c1(k), h1(k), c2(k), out(k), mean1(k), rstd1(k), mean2(k), rstd2(k) {}
+    bool residual = false;
     Conv conv1;
     Norm norm1;
     Conv conv2;  // residual only
@@ -46,14 +48,14 @@ class Cnn final : public Model {
     int64_t in_size, out_size;  // floats per sample
     // Activations kept for backward, (n, ...): conv outputs c1, c2; h1 = ReLU(norm1(c1)) (the unit's
     // output when not residual); out = ReLU(norm2(c2) + input).
-    std::vector<float> c1, h1, c2, out;
-    std::vector<float> mean1, rstd1, mean2, rstd2;
-    const std::vector<float>& output() const { return residual ? out : h1; }
+    Buffer<float> c1, h1, c2, out;
+    Buffer<float> mean1, rstd1, mean2, rstd2;
+    const Buffer<float>& output() const { return residual ? out : h1; }
   };
 
-  void forward(const float* x, int64_t n);  // fills the units' activations, pooled_ and logits_
-  float* p(int64_t offset) { return &params_[size_t(offset)]; }
-  float* g(int64_t offset) { return &grads_[size_t(offset)]; }
+  void forward(const float* x, int64_t n);  // x in the backend's memory; fills activations and logits_
+  float* p(int64_t offset) { return params_.data() + offset; }
+  float* g(int64_t offset) { return grads_.data() + offset; }
 
   SampleShape shape_;
   std::vector<int64_t> channels_;
@@ -62,9 +64,11 @@ class Cnn final : public Model {
   int64_t fc_w_offset_ = 0, fc_b_offset_ = 0, classes_ = 0;
   int64_t max_act_ = 0;        // largest per-sample activation (unit input or output), floats
   int64_t max_workspace_ = 0;  // largest conv workspace, floats
-  std::vector<float> pooled_, logits_, dlogits_, dpooled_;
-  std::vector<float> grad_a_, grad_b_, grad_c_;  // gradients, (n, max_act_) each
-  std::vector<float> workspace_;
+  Buffer<float> pooled_, logits_, dlogits_, dpooled_;
+  Buffer<float> grad_a_, grad_b_, grad_c_;  // gradients, (n, max_act_) each
+  Buffer<float> workspace_;                 // the convolutions' (CPU only)
+  Buffer<float> x_staging_;
+  Buffer<int32_t> labels_staging_;
 };
 
 }  // namespace dp

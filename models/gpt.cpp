@@ -1,6 +1,6 @@
 // GPT forward and backward side by side over the flat parameter buffer (after llm.c's train_gpt2.c).
-// Every matrix product goes through cpu::linear_* (sgemm over all n*T positions at once) or the
-// attention kernel's per-head sgemm; activations live in buffers that only grow, so steady-state steps
+// Every matrix product goes through the backend's linear_* (one GEMM over all n*T positions at once) or its
+// attention kernel; activations live in buffers that only grow, so steady-state steps
 // do not allocate.
 #include "models/gpt.h"
 
@@ -9,11 +9,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/embedding.h"
-#include "kernels/cpu/gelu.h"
-#include "kernels/cpu/layernorm.h"
-#include "kernels/cpu/ops.h"
 #include "lib/core/error.h"
 #include "lib/core/rng.h"
 
@@ -27,18 +22,15 @@ void fill_normal(float* p, int64_t count, double std, uint64_t seed) {
   for (int64_t i = 0; i < count; ++i) p[i] = float(rng.normal() * std);
 }
 
-void residual_add(const float* __restrict a, const float* __restrict b, float* __restrict out, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
-}
-
-template <class T>
-void grow(std::vector<T>& v, int64_t count) {
-  if (v.size() < size_t(count)) v.resize(size_t(count));
-}
+void grow(Buffer<float>& b, int64_t count) { b.grow(size_t(count)); }
 
 }  // namespace
 
-Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed) {
+Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k)
+    : Model(k),
+      encoded_(k), lnf_(k), lnf_mean_(k), lnf_rstd_(k), logits_(k), dlogits_(k), tmp_(k), zero_bias_(k),
+      dbias_scratch_(k), dres_(k), dtmp_(k), dqkv_(k), dfch_(k), datt_scratch_(k), tokens_staging_(k),
+      targets_staging_(k) {
   if (!shape.is_text())
     throw JobError("[model] type",
                    fmt::format("gpt is a language model and needs text data, not samples of {} features",
@@ -122,32 +114,33 @@ Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed) {
   layers_.push_back({"lm_head", "linear", tied_ ? wte_ : start, tied_ ? 0 : off - start, T * V,
                      2.0 * dT * dC * double(V)});
 
-  params_.assign(size_t(off), 0.0f);
-  grads_.assign(size_t(off), 0.0f);
+  std::vector<float> init(size_t(off), 0.0f);
 
   // GPT-2 initialisation, one independent stream per tensor.
   uint64_t tensor = 0;
   auto normal = [&](int64_t at, int64_t count, double std) {
-    fill_normal(params_.data() + at, count, std, derive_seed(seed, tensor++, kInitTag));
+    fill_normal(init.data() + at, count, std, derive_seed(seed, tensor++, kInitTag));
   };
   const double w_std = 0.02, res_std = 0.02 / std::sqrt(2.0 * double(layers_count_));
   normal(wte_, V * C, w_std);
   normal(wpe_, positions_ * C, w_std);
   for (const Block& bk : blocks_) {
-    std::fill_n(params_.data() + bk.ln1_g, C, 1.0f);
+    std::fill_n(init.data() + bk.ln1_g, C, 1.0f);
     normal(bk.qkv_w, 3 * C * C, w_std);
     normal(bk.proj_w, C * C, res_std);
-    std::fill_n(params_.data() + bk.ln2_g, C, 1.0f);
+    std::fill_n(init.data() + bk.ln2_g, C, 1.0f);
     normal(bk.fc_w, 4 * C * C, w_std);
     normal(bk.fcp_w, 4 * C * C, res_std);
   }
-  std::fill_n(params_.data() + lnf_g_, C, 1.0f);
+  std::fill_n(init.data() + lnf_g_, C, 1.0f);
   if (!tied_) normal(head_w_, V * C, w_std);
+  set_parameters(init);
 
-  acts_.resize(size_t(layers_count_));
-  zero_bias_.assign(size_t(V), 0.0f);
-  dbias_scratch_.assign(size_t(V), 0.0f);
-  datt_scratch_.assign(size_t(T * T), 0.0f);
+  for (int64_t l = 0; l < layers_count_; ++l) acts_.emplace_back(k);
+  zero_bias_.grow(size_t(V));
+  zero_bias_.zero();
+  dbias_scratch_.grow(size_t(V));
+  datt_scratch_.grow(size_t(k.attention_scratch(T, NH)));
 }
 
 void Gpt::resize(int64_t n) {
@@ -176,41 +169,50 @@ void Gpt::resize(int64_t n) {
   grow(tmp_, N * C);
 }
 
+void Gpt::stage_batch(const Batch& b, const int32_t** tokens, const int32_t** targets) {
+  const int64_t N = b.n * t_;
+  for (int64_t i = 0; i < N; ++i)
+    DP_CHECK(b.tokens[i] >= 0 && b.tokens[i] < v_,
+             fmt::format("token {} of a vocabulary of {}", b.tokens[i], v_));
+  *tokens = stage(b.tokens, N, tokens_staging_);
+  *targets = stage(b.targets, N, targets_staging_);
+}
+
 void Gpt::forward(const int32_t* tokens, int64_t n) {
   resize(n);
   const int64_t N = n * t_, C = c_;
-  for (int64_t i = 0; i < N; ++i)
-    DP_CHECK(tokens[i] >= 0 && tokens[i] < v_, fmt::format("token {} of a vocabulary of {}", tokens[i], v_));
-  cpu::embedding_forward(tokens, p(wte_), p(wpe_), encoded_.data(), n, t_, C);
+  k_.embedding_forward(tokens, p(wte_), p(wpe_), encoded_.data(), n, t_, C);
   const float* x = encoded_.data();  // the residual stream entering the block
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const Block& bk = blocks_[l];
     BlockActs& a = acts_[l];
-    cpu::layernorm_forward(x, p(bk.ln1_g), p(bk.ln1_b), a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(),
+    k_.layernorm_forward(x, p(bk.ln1_g), p(bk.ln1_b), a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(),
                            N, C);
-    cpu::linear_forward(a.ln1.data(), p(bk.qkv_w), p(bk.qkv_b), a.qkv.data(), N, C, 3 * C);
-    cpu::attention_forward(a.qkv.data(), a.att.data(), a.atty.data(), n, t_, C, nh_);
-    cpu::linear_forward(a.atty.data(), p(bk.proj_w), p(bk.proj_b), tmp_.data(), N, C, C);
-    residual_add(x, tmp_.data(), a.res1.data(), N * C);
-    cpu::layernorm_forward(a.res1.data(), p(bk.ln2_g), p(bk.ln2_b), a.ln2.data(), a.ln2_mean.data(),
+    k_.linear_forward(a.ln1.data(), p(bk.qkv_w), p(bk.qkv_b), a.qkv.data(), N, C, 3 * C);
+    k_.attention_forward(a.qkv.data(), a.att.data(), a.atty.data(), n, t_, C, nh_);
+    k_.linear_forward(a.atty.data(), p(bk.proj_w), p(bk.proj_b), tmp_.data(), N, C, C);
+    k_.add(x, tmp_.data(), a.res1.data(), N * C);
+    k_.layernorm_forward(a.res1.data(), p(bk.ln2_g), p(bk.ln2_b), a.ln2.data(), a.ln2_mean.data(),
                            a.ln2_rstd.data(), N, C);
-    cpu::linear_forward(a.ln2.data(), p(bk.fc_w), p(bk.fc_b), a.fch.data(), N, C, 4 * C);
-    cpu::gelu_forward(a.fch.data(), a.fch_gelu.data(), N * 4 * C);
-    cpu::linear_forward(a.fch_gelu.data(), p(bk.fcp_w), p(bk.fcp_b), tmp_.data(), N, 4 * C, C);
-    residual_add(a.res1.data(), tmp_.data(), a.res2.data(), N * C);
+    k_.linear_forward(a.ln2.data(), p(bk.fc_w), p(bk.fc_b), a.fch.data(), N, C, 4 * C);
+    k_.gelu_forward(a.fch.data(), a.fch_gelu.data(), N * 4 * C);
+    k_.linear_forward(a.fch_gelu.data(), p(bk.fcp_w), p(bk.fcp_b), tmp_.data(), N, 4 * C, C);
+    k_.add(a.res1.data(), tmp_.data(), a.res2.data(), N * C);
     x = a.res2.data();
   }
-  cpu::layernorm_forward(x, p(lnf_g_), p(lnf_b_), lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), N, C);
-  cpu::linear_forward(lnf_.data(), p(head_w_), zero_bias_.data(), logits_.data(), N, C, v_);
+  k_.layernorm_forward(x, p(lnf_g_), p(lnf_b_), lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), N, C);
+  k_.linear_forward(lnf_.data(), p(head_w_), zero_bias_.data(), logits_.data(), N, C, v_);
 }
 
 StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
   const int64_t n = b.n;
   if (n == 0) {
-    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    grads_.zero();
     return {};
   }
-  forward(b.tokens, n);
+  const int32_t *tokens = nullptr, *targets = nullptr;
+  stage_batch(b, &tokens, &targets);
+  forward(tokens, n);
   const int64_t N = n * t_, C = c_;
   grow(dlogits_, N * v_);
   grow(dres_, N * C);
@@ -218,16 +220,16 @@ StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
   grow(dqkv_, N * 3 * C);
   grow(dfch_, N * 4 * C);
   const cpu::LossSums s =
-      cpu::softmax_cross_entropy(logits_.data(), b.targets, dlogits_.data(), N, v_, loss_scale);
+      k_.softmax_cross_entropy(logits_.data(), targets, dlogits_.data(), N, v_, loss_scale);
 
   // LM head (overwrites its weight gradient: wte's when tied, to which the embedding adds below).
-  if (!tied_) std::fill_n(g(wte_), v_ * C, 0.0f);
-  std::fill_n(g(wpe_), positions_ * C, 0.0f);
-  cpu::linear_backward(lnf_.data(), p(head_w_), dlogits_.data(), dtmp_.data(), g(head_w_),
+  if (!tied_) k_.zero(g(wte_), size_t(v_ * C) * sizeof(float));
+  k_.zero(g(wpe_), size_t(positions_ * C) * sizeof(float));
+  k_.linear_backward(lnf_.data(), p(head_w_), dlogits_.data(), dtmp_.data(), g(head_w_),
                        dbias_scratch_.data(), N, C, v_);
-  std::fill_n(dres_.data(), N * C, 0.0f);
+  k_.zero(dres_.data(), size_t(N * C) * sizeof(float));
   const float* x_last = blocks_.empty() ? encoded_.data() : acts_.back().res2.data();
-  cpu::layernorm_backward(x_last, p(lnf_g_), lnf_mean_.data(), lnf_rstd_.data(), dtmp_.data(), dres_.data(),
+  k_.layernorm_backward(x_last, p(lnf_g_), lnf_mean_.data(), lnf_rstd_.data(), dtmp_.data(), dres_.data(),
                           g(lnf_g_), g(lnf_b_), N, C);
 
   // Blocks, last first; dres_ holds the gradient of the residual stream leaving the block.
@@ -236,32 +238,34 @@ StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
     BlockActs& a = acts_[l];
     const float* x = l == 0 ? encoded_.data() : acts_[l - 1].res2.data();
     // MLP: res2 = res1 + fc_proj(gelu(fc(ln2(res1))))
-    cpu::linear_backward(a.fch_gelu.data(), p(bk.fcp_w), dres_.data(), dfch_.data(), g(bk.fcp_w),
+    k_.linear_backward(a.fch_gelu.data(), p(bk.fcp_w), dres_.data(), dfch_.data(), g(bk.fcp_w),
                          g(bk.fcp_b), N, 4 * C, C);
-    cpu::gelu_backward(a.fch.data(), dfch_.data(), dfch_.data(), N * 4 * C);
-    cpu::linear_backward(a.ln2.data(), p(bk.fc_w), dfch_.data(), dtmp_.data(), g(bk.fc_w), g(bk.fc_b), N, C,
+    k_.gelu_backward(a.fch.data(), dfch_.data(), dfch_.data(), N * 4 * C);
+    k_.linear_backward(a.ln2.data(), p(bk.fc_w), dfch_.data(), dtmp_.data(), g(bk.fc_w), g(bk.fc_b), N, C,
                          4 * C);
-    cpu::layernorm_backward(a.res1.data(), p(bk.ln2_g), a.ln2_mean.data(), a.ln2_rstd.data(), dtmp_.data(),
+    k_.layernorm_backward(a.res1.data(), p(bk.ln2_g), a.ln2_mean.data(), a.ln2_rstd.data(), dtmp_.data(),
                             dres_.data(), g(bk.ln2_g), g(bk.ln2_b), N, C);
     // Attention: res1 = x + proj(attention(qkv(ln1(x))))
-    cpu::linear_backward(a.atty.data(), p(bk.proj_w), dres_.data(), dtmp_.data(), g(bk.proj_w),
+    k_.linear_backward(a.atty.data(), p(bk.proj_w), dres_.data(), dtmp_.data(), g(bk.proj_w),
                          g(bk.proj_b), N, C, C);
-    cpu::attention_backward(a.qkv.data(), a.att.data(), dtmp_.data(), dqkv_.data(), datt_scratch_.data(), n,
+    k_.attention_backward(a.qkv.data(), a.att.data(), dtmp_.data(), dqkv_.data(), datt_scratch_.data(), n,
                             t_, C, nh_);
-    cpu::linear_backward(a.ln1.data(), p(bk.qkv_w), dqkv_.data(), dtmp_.data(), g(bk.qkv_w), g(bk.qkv_b),
+    k_.linear_backward(a.ln1.data(), p(bk.qkv_w), dqkv_.data(), dtmp_.data(), g(bk.qkv_w), g(bk.qkv_b),
                          N, C, 3 * C);
-    cpu::layernorm_backward(x, p(bk.ln1_g), a.ln1_mean.data(), a.ln1_rstd.data(), dtmp_.data(), dres_.data(),
+    k_.layernorm_backward(x, p(bk.ln1_g), a.ln1_mean.data(), a.ln1_rstd.data(), dtmp_.data(), dres_.data(),
                             g(bk.ln1_g), g(bk.ln1_b), N, C);
   }
-  cpu::embedding_backward(b.tokens, dres_.data(), g(wte_), g(wpe_), n, t_, C);
+  k_.embedding_backward(tokens, dres_.data(), g(wte_), g(wpe_), n, t_, C);
   return {s.loss, s.correct, N};
 }
 
 StepStats Gpt::evaluate(const Batch& b) {
   if (b.n == 0) return {};
-  forward(b.tokens, b.n);
+  const int32_t *tokens = nullptr, *targets = nullptr;
+  stage_batch(b, &tokens, &targets);
+  forward(tokens, b.n);
   const int64_t N = b.n * t_;
-  const cpu::LossSums s = cpu::softmax_cross_entropy(logits_.data(), b.targets, nullptr, N, v_, 1.0f);
+  const cpu::LossSums s = k_.softmax_cross_entropy(logits_.data(), targets, nullptr, N, v_, 1.0f);
   return {s.loss, s.correct, N};
 }
 

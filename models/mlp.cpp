@@ -5,12 +5,12 @@
 
 #include <cmath>
 
-#include "kernels/cpu/ops.h"
 #include "lib/core/rng.h"
 
 namespace dp {
 
-Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed) {
+Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed, const Kernels& k)
+    : Model(k), dlogits_(k), dbuf_a_(k), dbuf_b_(k), x_staging_(k), labels_staging_(k) {
   std::vector<int64_t> widths{features};
   widths.insert(widths.end(), hidden.begin(), hidden.end());
   widths.push_back(classes);
@@ -25,62 +25,67 @@ Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, 
                                  double(out)});
     offset += out * in + out;
   }
-  params_.assign(size_t(offset), 0.0f);
-  grads_.assign(size_t(offset), 0.0f);
+  std::vector<float> init(size_t(offset), 0.0f);
   for (size_t l = 0; l < dense_.size(); ++l) {
     const Dense& d = dense_[l];
     Rng rng(derive_seed(seed, l, /*tag=*/0x6d6c70));
     const double bound = 1.0 / std::sqrt(double(d.in));
     for (int64_t i = 0; i < d.out * d.in + d.out; ++i)
-      params_[size_t(d.w_offset + i)] = float((2.0 * rng.uniform() - 1.0) * bound);
+      init[size_t(d.w_offset + i)] = float((2.0 * rng.uniform() - 1.0) * bound);
   }
-  acts_.resize(dense_.size());
+  set_parameters(init);
+  for (size_t l = 0; l < dense_.size(); ++l) acts_.emplace_back(k);
 }
 
 void Mlp::forward(const float* x, int64_t n) {
   const float* in = x;
   for (size_t l = 0; l < dense_.size(); ++l) {
     const Dense& d = dense_[l];
-    acts_[l].resize(size_t(n * d.out));
+    acts_[l].grow(size_t(n * d.out));
     float* out = acts_[l].data();
-    cpu::linear_forward(in, &params_[size_t(d.w_offset)], &params_[size_t(d.b_offset)], out, n, d.in, d.out);
-    if (d.relu) cpu::relu_forward(out, out, n * d.out);
+    k_.linear_forward(in, p(d.w_offset), p(d.b_offset), out, n, d.in, d.out);
+    if (d.relu) k_.relu_forward(out, out, n * d.out);
     in = out;
   }
 }
 
 StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {
-  const float* x = b.x;
   const int64_t n = b.n;
+  if (n == 0) {
+    grads_.zero();
+    return {};
+  }
+  const float* x = stage(b.x, n * dense_.front().in, x_staging_);
+  const int32_t* labels = stage(b.targets, n, labels_staging_);
   forward(x, n);
   const Dense& last = dense_.back();
-  dlogits_.resize(size_t(n * last.out));
+  dlogits_.grow(size_t(n * last.out));
   const cpu::LossSums s =
-      cpu::softmax_cross_entropy(acts_.back().data(), b.targets, dlogits_.data(), n, last.out, loss_scale);
+      k_.softmax_cross_entropy(acts_.back().data(), labels, dlogits_.data(), n, last.out, loss_scale);
 
   // Backward, last layer first: dy is the gradient w.r.t. layer l's output (after its ReLU).
   float* dy = dlogits_.data();
   for (size_t l = dense_.size(); l-- > 0;) {
     const Dense& d = dense_[l];
-    if (d.relu) cpu::relu_backward(acts_[l].data(), dy, dy, n * d.out);
+    if (d.relu) k_.relu_backward(acts_[l].data(), dy, dy, n * d.out);
     const float* in = l == 0 ? x : acts_[l - 1].data();
-    std::vector<float>& dx_buf = (l % 2 == 0) ? dbuf_a_ : dbuf_b_;
+    Buffer<float>& dx_buf = (l % 2 == 0) ? dbuf_a_ : dbuf_b_;
     float* dx = nullptr;
     if (l > 0) {
-      dx_buf.resize(size_t(n * d.in));
+      dx_buf.grow(size_t(n * d.in));
       dx = dx_buf.data();
     }
-    cpu::linear_backward(in, &params_[size_t(d.w_offset)], dy, dx, &grads_[size_t(d.w_offset)],
-                         &grads_[size_t(d.b_offset)], n, d.in, d.out);
+    k_.linear_backward(in, p(d.w_offset), dy, dx, g(d.w_offset), g(d.b_offset), n, d.in, d.out);
     dy = dx;
   }
   return {s.loss, s.correct, n};
 }
 
 StepStats Mlp::evaluate(const Batch& b) {
-  forward(b.x, b.n);
-  const cpu::LossSums s =
-      cpu::softmax_cross_entropy(acts_.back().data(), b.targets, nullptr, b.n, dense_.back().out, 1.0f);
+  if (b.n == 0) return {};
+  forward(stage(b.x, b.n * dense_.front().in, x_staging_), b.n);
+  const cpu::LossSums s = k_.softmax_cross_entropy(acts_.back().data(), stage(b.targets, b.n, labels_staging_),
+                                                   nullptr, b.n, dense_.back().out, 1.0f);
   return {s.loss, s.correct, b.n};
 }
 

@@ -11,7 +11,8 @@ class Mlp final : public Model {
  public:
   // widths: features, hidden..., classes. Weights and biases ~ U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's
   // default for nn.Linear), drawn from `seed` layer by layer.
-  Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed);
+  Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed,
+      const Kernels& k = cpu_kernels());
 
   std::string type() const override { return "mlp"; }
   StepStats forward_backward(const Batch& b, float loss_scale) override;
@@ -24,11 +25,15 @@ class Mlp final : public Model {
     int64_t w_offset, b_offset; // into params_/grads_: w (out, in), b (out)
     bool relu;
   };
-  void forward(const float* x, int64_t n);  // fills acts_
+  void forward(const float* x, int64_t n);  // x in the backend's memory; fills acts_
+  float* p(int64_t offset) { return params_.data() + offset; }
+  float* g(int64_t offset) { return grads_.data() + offset; }
 
   std::vector<Dense> dense_;
-  std::vector<std::vector<float>> acts_;  // acts_[l]: output of dense_[l] after its ReLU, (n, out)
-  std::vector<float> dlogits_, dbuf_a_, dbuf_b_;
+  std::vector<Buffer<float>> acts_;  // acts_[l]: output of dense_[l] after its ReLU, (n, out)
+  Buffer<float> dlogits_, dbuf_a_, dbuf_b_;
+  Buffer<float> x_staging_;
+  Buffer<int32_t> labels_staging_;
 };
 
 }  // namespace dp

@@ -27,19 +27,32 @@ uint64_t Model::fingerprint() const {
   return h;
 }
 
+void Model::set_parameters(const std::vector<float>& initial) {
+  params_ = Buffer<float>(k_, initial.size());
+  grads_ = Buffer<float>(k_, initial.size());
+  params_.upload(initial);
+  grads_.zero();
+}
+
+void Model::params_from_host(std::span<const float> host) {
+  DP_CHECK(host.size() == params_.size(), "parameter count mismatch");
+  params_.upload(host);
+}
+
 double Model::flops_per_sample() const {
   double f = 0;
   for (const LayerInfo& l : layers_) f += l.flops_per_sample;
   return f;
 }
 
-std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed) {
+std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed,
+                                  const Kernels& k) {
   if (shape.is_text() && spec.type != "gpt")
     throw JobError("[model] type", fmt::format("model '{}' cannot read text data", spec.type),
                    "use type = \"gpt\" for [data] dataset = \"text\"");
-  if (spec.type == "mlp") return std::make_unique<Mlp>(spec.hidden, shape.features, shape.classes, seed);
-  if (spec.type == "cnn") return std::make_unique<Cnn>(spec, shape, seed);
-  if (spec.type == "gpt") return std::make_unique<Gpt>(spec, shape, seed);
+  if (spec.type == "mlp") return std::make_unique<Mlp>(spec.hidden, shape.features, shape.classes, seed, k);
+  if (spec.type == "cnn") return std::make_unique<Cnn>(spec, shape, seed, k);
+  if (spec.type == "gpt") return std::make_unique<Gpt>(spec, shape, seed, k);
   throw JobError("[model] type", "unknown model type '" + spec.type + "'", "valid: mlp, cnn, gpt");
 }
 

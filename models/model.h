@@ -1,6 +1,8 @@
 // A model is an ordered list of layers over one flat parameter buffer and one flat gradient buffer
 // (per-layer views are offsets into them), so collectives, optimizers and checkpoints work on flat
-// ranges. Each layer reports its parameter count, activation size and FLOPs for planners.
+// ranges. Each layer reports its parameter count, activation size and FLOPs for planners. A model runs
+// on the kernel table it is built with (kernels/kernel_table.h): its buffers live in that backend's
+// memory, and batches (host memory) are copied there when it is not the host's.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_table.h"
 #include "lib/core/batch.h"
 #include "lib/job/job.h"
+#include "models/buffer.h"
 
 namespace dp {
 
@@ -31,13 +35,20 @@ struct StepStats {
 
 class Model {
  public:
+  explicit Model(const Kernels& k) : k_(k), params_(k), grads_(k) {}
   virtual ~Model() = default;
 
   virtual std::string type() const = 0;
+  const Kernels& kernels() const { return k_; }
   const std::vector<LayerInfo>& layers() const { return layers_; }
-  std::span<float> params() { return params_; }
-  std::span<const float> params() const { return params_; }
-  std::span<float> grads() { return grads_; }
+  // In the backend's memory: host memory on the CPU (read and write them freely), device memory on a GPU
+  // (pass them to kernels and collectives; use the *_to_host / params_from_host copies to look inside).
+  std::span<float> params() { return params_.span(); }
+  std::span<const float> params() const { return params_.span(); }
+  std::span<float> grads() { return grads_.span(); }
+  std::vector<float> params_to_host() const { return params_.to_host(); }
+  std::vector<float> grads_to_host() const { return grads_.to_host(); }
+  void params_from_host(std::span<const float> host);
 
   // Forward and backward on a batch. Overwrites grads() with loss_scale * d(sum of loss terms)/d(params);
   // b.n may be 0 (gradients become zero).
@@ -55,14 +66,28 @@ class Model {
   virtual std::string describe() const = 0;
 
  protected:
+  // Allocates the parameter and gradient buffers (gradients zero) and fills the parameters from `initial`.
+  void set_parameters(const std::vector<float>& initial);
+  // A batch's arrays where this backend's kernels can read them: the host pointer itself on the CPU, or
+  // a copy in `staging` (grown as needed).
+  template <class T>
+  const T* stage(const T* host, int64_t count, Buffer<T>& staging) const {
+    if (k_.host_memory || count == 0) return host;
+    staging.grow(size_t(count));
+    staging.upload(std::span<const T>(host, size_t(count)));
+    return staging.data();
+  }
+
+  const Kernels& k_;
   std::vector<LayerInfo> layers_;
-  std::vector<float> params_;
-  std::vector<float> grads_;
+  Buffer<float> params_;
+  Buffer<float> grads_;
 };
 
-// Builds the model [model] describes for samples of `shape`; parameters are initialised
-// deterministically from `seed` (the same on every rank). Throws JobError when the model does not fit
-// the data or its options do not fit together.
-std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed);
+// Builds the model [model] describes for samples of `shape`, running on the kernels `k`; parameters are
+// initialised deterministically from `seed` (the same on every rank and every backend). Throws JobError
+// when the model does not fit the data or its options do not fit together.
+std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed,
+                                  const Kernels& k = cpu_kernels());
 
 }  // namespace dp

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run ON THE GPU MACHINE from the repo root, after scripts/device-build.sh here and with build-device/bin
 # carried (device tool: carry ["build-device/bin"], command "scripts/device-check.sh"). Prints the GPU and
-# the CUDA libraries found, runs every GPU test binary, then the GPU benchmark; everything goes to stdout
+# the CUDA libraries found, runs every GPU test binary, then the GPU benchmarks; everything goes to stdout
 # and to $OUT/gpu-results.txt. Takes a minute or two; at most about 9 minutes (time limits per step and overall).
 set -uo pipefail
 bin=${1:-build-device/bin}
@@ -56,8 +56,11 @@ for t in "$bin"/gpu_*; do
 done
 echo "== GPU tests: $pass passed, $fail failed, $skip skipped${failed:+ (failed: ${failed[*]})}"
 
-echo "== GPU benchmark"
-timeout 180 "$bin/gpu_bench_ops"
+echo "== GPU benchmark: kernels"
+timeout 150 "$bin/gpu_bench_ops"
+echo "== benchmark exit status $?"
+echo "== GPU benchmark: training steps (GPT-2 small tokens/s and MFU, CNN samples/s)"
+timeout 150 "$bin/gpu_bench_models"
 echo "== benchmark exit status $?"
 echo "== results in $results"
 ((fail == 0))

@@ -1,4 +1,4 @@
-// Element-wise activations on the CPU.
+// Element-wise activations and the residual sum on the CPU.
 #include "kernels/cpu/ops.h"
 
 namespace dp::cpu {
@@ -12,6 +12,10 @@ void relu_backward(const float* y, const float* dy, float* dx, int64_t count) {
     const float d = dy[i];  // loaded unconditionally so that the loop vectorises
     dx[i] = y[i] > 0.0f ? d : 0.0f;
   }
+}
+
+void add(const float* a, const float* b, float* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
 }
 
 }  // namespace dp::cpu

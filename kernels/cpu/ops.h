@@ -24,6 +24,8 @@ void linear_backward(const float* x, const float* w, const float* dy, float* dx,
 void relu_forward(const float* x, float* y, int64_t count);
 // dx = dy where the forward output y > 0, else 0 (dx may alias dy).
 void relu_backward(const float* y, const float* dy, float* dx, int64_t count);
+// out = a + b element-wise (residual connections); out may alias a or b.
+void add(const float* a, const float* b, float* out, int64_t count);
 
 // ---- cross_entropy.cpp: softmax + negative log-likelihood, fused --------------------------------------
 struct LossSums {

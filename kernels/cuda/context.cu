@@ -21,6 +21,7 @@ struct State {
   std::mutex mutex;
   cublasHandle_t blas = nullptr;
   bool tf32 = false;
+  GemmMath math = GemmMath::fp32;
   void* buffers[int(Slot::kCount)] = {};
   size_t sizes[int(Slot::kCount)] = {};
 };
@@ -78,9 +79,22 @@ namespace {
 cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
 }  // namespace
 
+bool bf16_math() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.math == GemmMath::bf16;
+}
+
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (bf16_math()) {
+    DP_CUDA_CHECK(cublasGemmEx(cublas(), op(trans_b), op(trans_a), DP_CUDA_INT(n), DP_CUDA_INT(m),
+                               DP_CUDA_INT(k), &alpha, b, CUDA_R_32F, DP_CUDA_INT(ldb), a, CUDA_R_32F,
+                               DP_CUDA_INT(lda), &beta, c, CUDA_R_32F, DP_CUDA_INT(ldc),
+                               CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   DP_CUDA_CHECK(cublasSgemm(cublas(), op(trans_b), op(trans_a), DP_CUDA_INT(n), DP_CUDA_INT(m),
                             DP_CUDA_INT(k), &alpha, b, DP_CUDA_INT(ldb), a, DP_CUDA_INT(lda), &beta, c,
                             DP_CUDA_INT(ldc)));
@@ -91,6 +105,13 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
                           int64_t stride_b, float beta, float* c, int64_t ldc, int64_t stride_c,
                           int64_t batch) {
   if (m == 0 || n == 0 || batch == 0) return;
+  if (bf16_math()) {
+    DP_CUDA_CHECK(cublasGemmStridedBatchedEx(
+        cublas(), op(trans_b), op(trans_a), DP_CUDA_INT(n), DP_CUDA_INT(m), DP_CUDA_INT(k), &alpha, b,
+        CUDA_R_32F, DP_CUDA_INT(ldb), stride_b, a, CUDA_R_32F, DP_CUDA_INT(lda), stride_a, &beta, c, CUDA_R_32F,
+        DP_CUDA_INT(ldc), stride_c, DP_CUDA_INT(batch), CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   DP_CUDA_CHECK(cublasSgemmStridedBatched(cublas(), op(trans_b), op(trans_a), DP_CUDA_INT(n),
                                           DP_CUDA_INT(m), DP_CUDA_INT(k), &alpha, b, DP_CUDA_INT(ldb),
                                           stride_b, a, DP_CUDA_INT(lda), stride_a, &beta, c,
@@ -114,6 +135,20 @@ bool tf32_allowed() {
   std::lock_guard lock(s.mutex);
   return s.tf32;
 }
+
+void set_gemm_math(GemmMath math) {
+  detail::State& s = detail::state();
+  std::lock_guard lock(s.mutex);
+  s.math = math;
+}
+
+GemmMath gemm_math() {
+  detail::State& s = detail::state();
+  std::lock_guard lock(s.mutex);
+  return s.math;
+}
+
+void set_device(int index) { DP_CUDA_CHECK(cudaSetDevice(index)); }
 
 std::string library_versions() {
   int blas = 0, runtime = 0, driver = 0;

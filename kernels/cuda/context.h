@@ -15,6 +15,17 @@ void synchronize();
 void allow_tf32(bool allowed);
 bool tf32_allowed();
 
+// Arithmetic of every GEMM (linear layers, attention). Operands and results stay fp32 in memory either way.
+//   fp32: as allow_tf32 says;
+//   bf16: operands rounded to bfloat16 on the tensor cores, products accumulated in fp32
+//         (CUBLAS_COMPUTE_32F_FAST_16BF): `[train] precision = "bf16"`.
+enum class GemmMath { fp32, bf16 };
+void set_gemm_math(GemmMath math);
+GemmMath gemm_math();
+
+// Makes `index` the current device of this host thread (one rank per GPU).
+void set_device(int index);
+
 // "cuBLAS 130100, CUDA runtime 13000, driver 13000": the versions actually loaded (cuDNN's: conv.h).
 std::string library_versions();
 

@@ -67,8 +67,8 @@ struct TrainSection {
   int64_t global_batch = 128;  // samples per step, summed over all ranks
   int64_t eval_every = 0;      // steps between test-set evaluations; 0: at the end of every epoch
   int64_t threads = 0;         // compute threads per rank; 0: cores on the host / ranks on the host
-  std::string device = "auto";     // "auto" (says which device it picked) | "cpu"
-  std::string precision = "fp32";  // "fp32"
+  std::string device = "auto";     // "auto" (a GPU when usable, else the CPU; says which) | "cpu" | "cuda"
+  std::string precision = "fp32";  // "fp32" | "bf16" (GPU only: GEMMs on bf16 tensor cores)
 };
 
 struct ParallelSection {

@@ -17,8 +17,8 @@ static const std::vector<std::string> kDatasets = {"fashion-mnist", "synthetic",
 static const std::vector<std::string> kOptimizers = {"sgd", "adamw"};
 static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"};
 // "cuda" and "bf16" join these lists when GPU training lands.
-static const std::vector<std::string> kDevices = {"auto", "cpu"};
-static const std::vector<std::string> kPrecisions = {"fp32"};
+static const std::vector<std::string> kDevices = {"auto", "cpu", "cuda"};
+static const std::vector<std::string> kPrecisions = {"fp32", "bf16"};
 static const std::vector<std::string> kStrategies = {"data"};
 static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
 

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <numbers>
 
-#include "kernels/cpu/ops.h"
 #include "lib/core/error.h"
 
 namespace dp {
@@ -13,12 +12,12 @@ namespace {
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimSection& s, int64_t n) : spec_(s) { state_.assign(size_t(n), 0.0f); }  // velocity (P)
+  Sgd(const OptimSection& s, int64_t n, const Kernels& k) : Optimizer(k, size_t(n)), spec_(s) {}  // velocity (P)
   std::string name() const override { return "sgd"; }
   void step(std::span<float> p, std::span<const float> g, double lr) override {
     DP_CHECK(p.size() == g.size() && p.size() == state_.size(), "buffer sizes differ");
-    cpu::sgd_momentum_update(p.data(), g.data(), state_.data(), int64_t(p.size()), float(lr),
-                             float(spec_.momentum), float(spec_.weight_decay));
+    k_.sgd_momentum_update(p.data(), g.data(), state_.data(), int64_t(p.size()), float(lr),
+                           float(spec_.momentum), float(spec_.weight_decay));
     ++steps_;
   }
 
@@ -28,14 +27,14 @@ class Sgd final : public Optimizer {
 
 class AdamW final : public Optimizer {
  public:
-  AdamW(const OptimSection& s, int64_t n) : spec_(s), n_(n) { state_.assign(size_t(2 * n), 0.0f); }  // m (P), v (P)
+  AdamW(const OptimSection& s, int64_t n, const Kernels& k)
+      : Optimizer(k, size_t(2 * n)), spec_(s), n_(n) {}  // m (P), v (P)
   std::string name() const override { return "adamw"; }
   void step(std::span<float> p, std::span<const float> g, double lr) override {
     DP_CHECK(int64_t(p.size()) == n_ && g.size() == p.size(), "buffer sizes differ");
     ++steps_;
-    cpu::adamw_update(p.data(), g.data(), state_.data(), state_.data() + n_, n_, float(lr),
-                      float(spec_.beta1), float(spec_.beta2), float(spec_.eps), float(spec_.weight_decay),
-                      steps_);
+    k_.adamw_update(p.data(), g.data(), state_.data(), state_.data() + n_, n_, float(lr), float(spec_.beta1),
+                    float(spec_.beta2), float(spec_.eps), float(spec_.weight_decay), steps_);
   }
 
  private:
@@ -45,9 +44,9 @@ class AdamW final : public Optimizer {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimSection& spec, int64_t param_count) {
-  if (spec.name == "sgd") return std::make_unique<Sgd>(spec, param_count);
-  if (spec.name == "adamw") return std::make_unique<AdamW>(spec, param_count);
+std::unique_ptr<Optimizer> make_optimizer(const OptimSection& spec, int64_t param_count, const Kernels& k) {
+  if (spec.name == "sgd") return std::make_unique<Sgd>(spec, param_count, k);
+  if (spec.name == "adamw") return std::make_unique<AdamW>(spec, param_count, k);
   throw JobError("[optim] name", "unknown optimizer '" + spec.name + "'", "valid: sgd, adamw");
 }
 

@@ -4,12 +4,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/kernel_table.h"
+#include "lib/comm/nccl/nccl_group.h"
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
@@ -37,13 +41,23 @@ struct Setup {
   int64_t steps_per_epoch = 0, total_steps = 0;
 };
 
-Setup build_setup(const Job& job, const RunOptions& opts) {
+// The device this run trains on; bf16 exists only on the GPU.
+Device choose_device(const Job& job) {
+  const Device device = resolve_device(job.train.device, probe_backends());
+  if (job.train.precision == "bf16" && device.kind != "cuda")
+    throw JobError("[train] precision", "precision = \"bf16\" needs a GPU; this run trains on " + device.describe(),
+                   "use precision = \"fp32\" on the CPU");
+  return device;
+}
+
+// Builds the model and optimizer on `kernels` (the CPU's when the caller only checks the inputs).
+Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels) {
   Setup s;
   s.dir.root = opts.out_dir.empty() ? job.output_dir() : opts.out_dir;
   check_run_dir(s.dir, opts.resume, opts.force);
   s.data = load_dataset(job.data, job.job.seed);
-  s.model = make_model(job.model, s.data.train.shape(), job.job.seed);
-  s.optimizer = make_optimizer(job.optim, int64_t(s.model->params().size()));
+  s.model = make_model(job.model, s.data.train.shape(), job.job.seed, kernels);
+  s.optimizer = make_optimizer(job.optim, int64_t(s.model->params().size()), kernels);
   s.steps_per_epoch = steps_per_epoch(s.data.train.count, job.train.global_batch);
   s.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * s.steps_per_epoch;
   if (opts.resume) {
@@ -63,6 +77,17 @@ Setup build_setup(const Job& job, const RunOptions& opts) {
     s.resume_from = std::move(c);
   }
   return s;
+}
+
+// This rank's index among the ranks on its host (which GPU it drives).
+int local_rank(Communicator& comm) {
+  std::array<char, 256> mine{};
+  const std::string host = comm.host();
+  std::memcpy(mine.data(), host.data(), std::min(host.size(), mine.size() - 1));
+  const auto all = comm.allgather_value(mine);
+  int local = 0;
+  for (int r = 0; r < comm.rank(); ++r) local += all[size_t(r)] == mine ? 1 : 0;
+  return local;
 }
 
 int default_threads(const Job& job, const Communicator& comm) {
@@ -91,23 +116,39 @@ EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t e
 
 }  // namespace
 
-void check_run_inputs(const Job& job, const RunOptions& opts) { (void)build_setup(job, opts); }
+void check_run_inputs(const Job& job, const RunOptions& opts) {
+  (void)choose_device(job);
+  (void)build_setup(job, opts, cpu_kernels());
+}
 
 RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
   const auto wall_start = Clock::now();
-  Setup s = build_setup(job, opts);
   const bool leader = comm.rank() == 0;
   const int world = comm.size();
   cpu::set_compute_threads(default_threads(job, comm));
-  const Device device = resolve_device(job.train.device, probe_backends());
+
+  // On GPUs: one rank per device, gradients summed by NCCL on the devices.
+  const Device device = choose_device(job);
+  const Kernels* kernels = &cpu_kernels();
+  std::unique_ptr<NcclGroup> nccl;
+  if (device.kind == "cuda") {
+    const int devices = probe_backends().cuda_devices;
+    if (comm.local_size() > devices)
+      throw JobError("[launch] ranks", fmt::format("{} ranks on host {} share {} GPU(s); GPU training runs one "
+                                                   "rank per GPU", comm.local_size(), comm.host(), devices),
+                     fmt::format("set ranks to at most {} per host, or device = \"cpu\"", devices));
+    use_cuda_device(local_rank(comm), job.train.precision);
+    kernels = cuda_kernel_table();
+    if (world > 1) nccl = make_nccl_group(comm);
+  }
+  Setup s = build_setup(job, opts, *kernels);
 
   Model& model = *s.model;
   Optimizer& opt = *s.optimizer;
   int64_t step = 0;  // steps completed
   if (s.resume_from) {
-    std::copy(s.resume_from->params.begin(), s.resume_from->params.end(), model.params().begin());
-    std::copy(s.resume_from->optimizer_state.begin(), s.resume_from->optimizer_state.end(),
-              opt.state().begin());
+    model.params_from_host(s.resume_from->params);
+    opt.state_from_host(s.resume_from->optimizer_state);
     opt.set_steps_taken(s.resume_from->optimizer_steps);
     step = s.resume_from->step;
   }
@@ -118,8 +159,9 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     write_file_atomic(s.dir.job(), job_to_toml(job));
     metrics = std::make_unique<MetricsLog>(s.dir.metrics());
     progress = std::make_unique<Progress>(opts.log, job.log.progress, s.total_steps, job.log.every);
-    progress->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each, device {}; {} steps of {} samples{}",
+    progress->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each, device {}{}; {} steps of {} samples{}",
                                model.describe(), world, cpu::compute_threads(), device.describe(),
+                               device.kind == "cuda" ? ", " + job.train.precision + " GEMMs" : std::string(),
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
     if (s.data.train.context > 0)
@@ -157,6 +199,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     const auto t0 = Clock::now();
     const double terms = double(batch * terms_per_sample);
     const StepStats local = model.forward_backward(gather_batch(train_set, mine, buffer), float(1.0 / terms));
+    kernels->synchronize();  // GPU work is asynchronous: time the backward, not its launch
     const auto t1 = Clock::now();
     // Wait for the slowest rank, then sum gradients and loss over ranks.
     double sums[2] = {local.loss_sum, double(local.correct)};
@@ -164,12 +207,16 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     if (world > 1) {
       comm.barrier();
       t2 = Clock::now();
-      comm.allreduce_sum(model.grads());
+      if (nccl)
+        nccl->allreduce_sum(model.grads());
+      else
+        comm.allreduce_sum(model.grads());
       comm.allreduce_sum(std::span<double>(sums, 2));
       t3 = Clock::now();
     }
     const double lr = learning_rate(job.optim, step, s.total_steps);
     opt.step(model.params(), model.grads(), lr);
+    kernels->synchronize();
     const auto t4 = Clock::now();
     ++step;
 
@@ -206,9 +253,8 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     if (leader && job.checkpoint.enabled && (ckpt_due || last)) {
       metrics->flush();
       write_checkpoint(checkpoint_path(s.dir.checkpoints(), step),
-                       {model.fingerprint(), opt.name(), step, opt.steps_taken(),
-                        {model.params().begin(), model.params().end()},
-                        {opt.state().begin(), opt.state().end()}});
+                       {model.fingerprint(), opt.name(), step, opt.steps_taken(), model.params_to_host(),
+                        opt.state_to_host()});
       prune_checkpoints(s.dir.checkpoints(), job.checkpoint.keep);
     }
     if (eval_due || ckpt_due || last) comm.barrier();

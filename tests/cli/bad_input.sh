@@ -191,6 +191,14 @@ expect_error "missing job file" 2 "no-such-job.toml|cannot read" -- "$DPTRAIN" r
 # --- Bad --set -----------------------------------------------------------------------------------------------
 expect_error "--set with a bad value" 2 "--set train.epochs=abc|train.epochs|integer" -- \
   "$DPTRAIN" run good.toml --set train.epochs=abc --out prev
+# This machine (and CI) has no GPU: asking for one, or for GPU-only arithmetic, is an input error. On a
+# GPU machine these two cases are skipped.
+if ! "$DPTRAIN" --version | grep -q 'device(s)'; then
+  expect_error "device = cuda without a GPU" 2 "[train] device|no usable GPU|use device" -- \
+    "$DPTRAIN" run good.toml --set train.device=cuda --out prev
+  expect_error "bf16 on the CPU" 2 "[train] precision|bf16|needs a GPU|fp32" -- \
+    "$DPTRAIN" run good.toml --set train.precision=bf16 --out prev
+fi
 expect_error "--set with an unknown key" 2 "train.epoch|did you mean|train.epochs" -- \
   "$DPTRAIN" run good.toml --set train.epoch=3 --out prev
 expect_error "--set without =" 2 "train.epochs|KEY=VALUE" -- "$DPTRAIN" run good.toml --set train.epochs --out prev

@@ -1,4 +1,4 @@
-// kernels/cuda/activation.cu against kernels/cpu/activation.cpp: ReLU must match exactly.
+// kernels/cuda/activation.cu against kernels/cpu/activation.cpp: ReLU and the residual sum must match exactly.
 #define BOOST_TEST_MODULE gpu_activation
 #include "tests/gpu/gpu_testing.h"
 
@@ -31,6 +31,23 @@ BOOST_AUTO_TEST_CASE(relu_matches_cpu_exactly) {
       cuda::relu_backward(gx.data(), gdy.data(), gdy.data(), count);
       expect_close("y in place", gx.download(), y, 0.0);
       expect_close("dx in place", gdy.download(), dx, 0.0);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(add_matches_cpu_exactly) {
+  for (const int64_t count : {int64_t(1), int64_t(4097), int64_t(2'000'003)}) {
+    BOOST_TEST_CONTEXT("count=" << count) {
+      auto g = rng(uint64_t(count) + 7);
+      const auto a = uniform(g, size_t(count)), b = uniform(g, size_t(count));
+      std::vector<float> want(a.size());
+      cpu::add(a.data(), b.data(), want.data(), count);
+      DeviceBuffer<float> ga(a), gb(b);
+      auto out = poisoned(a.size());
+      cuda::add(ga.data(), gb.data(), out.data(), count);
+      expect_close("a + b", out.download(), want, 0.0);
+      cuda::add(ga.data(), gb.data(), ga.data(), count);  // in place over a
+      expect_close("a += b", ga.download(), want, 0.0);
     }
   }
 }

@@ -244,7 +244,7 @@ BOOST_AUTO_TEST_CASE(enumerations) {
       {"[optim]\nschedule = \"cosin\"\n", "optim.schedule: unknown value 'cosin'",
        "did you mean 'cosine'? valid values: constant, step, cosine"},
       {"[train]\ndevice = \"cpus\"\n", "train.device: unknown value 'cpus'",
-       "did you mean 'cpu'? valid values: auto, cpu"},
+       "did you mean 'cpu'? valid values: auto, cpu, cuda"},
       {"[parallel]\nstrategy = \"date\"\n", "parallel.strategy: unknown value 'date'",
        "did you mean 'data'? valid values: data"},
       {"[log]\nprogress = \"bars\"\n", "log.progress: unknown value 'bars'",

@@ -46,5 +46,8 @@ BOOST_AUTO_TEST_CASE(text_settings_ranges) {
 BOOST_AUTO_TEST_CASE(device_and_precision) {
   BOOST_TEST(dp::parse_job("", "x.toml").train.device == "auto");
   BOOST_TEST(dp::parse_job("[train]\ndevice = \"cpu\"\n", "x.toml").train.device == "cpu");
-  expect_error("[train]\nprecision = \"fp16\"\n", {}, "x.toml:2:13", {"unknown value 'fp16'", "fp32"});
+  BOOST_TEST(dp::parse_job("[train]\ndevice = \"cuda\"\nprecision = \"bf16\"\n", "x.toml").train.precision ==
+             "bf16");
+  expect_error("[train]\nprecision = \"fp16\"\n", {}, "x.toml:2:13", {"unknown value 'fp16'", "fp32, bf16"});
+  expect_error("[train]\ndevice = \"gpu\"\n", {}, "x.toml:2:10", {"unknown value 'gpu'", "auto, cpu, cuda"});
 }

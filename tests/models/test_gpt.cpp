@@ -412,7 +412,7 @@ BOOST_AUTO_TEST_CASE(logits_are_causal) {
   for (size_t i = 0; i < noise.size(); ++i) model.params()[i] += noise[i];
   const auto tokens = random_tokens(size_t(2 * T), int32_t(V), 50), targets = random_tokens(size_t(2 * T), int32_t(V), 51);
   model.evaluate({2, nullptr, tokens.data(), targets.data()});
-  const std::vector<float> base(model.logits().begin(), model.logits().end());
+  const std::vector<float> base = model.logits();
   for (int64_t t : {0, 1, 17, 31, 32, 39}) {
     auto changed = tokens;
     changed[size_t(t)] = (changed[size_t(t)] + 1) % int32_t(V);  // sequence 0, position t
