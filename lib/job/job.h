@@ -71,8 +71,24 @@ struct TrainSection {
   std::string precision = "fp32";  // "fp32" | "bf16" (GPU only: GEMMs on bf16 tensor cores)
 };
 
+// [parallel.comm]: how gradients travel between data-parallel ranks.
+struct CommSection {
+  // "native": after backward, gradients summed layer by layer with the transport's own allreduce
+  //   (MPI_Allreduce); every rank applies the full optimizer update.
+  // "ring": the same with dptrain's ring allreduce.
+  // "mra": fused ring-allreduce: gradients packed into buckets in the order backward produces them, each
+  //   bucket reduce-scattered as soon as it is complete, each rank updating only its shard of the
+  //   parameters, then the updated parameters all-gathered.
+  std::string algorithm = "mra";
+  double bucket_mb = 25.0;       // bucket size in MB (1e6 bytes) of fp32 gradients
+  double first_bucket_mb = 1.0;  // the first bucket (the last layers): smaller, so communication starts early
+  bool overlap = true;           // mra: reduce-scatter buckets while backward still runs
+  bool sharded_update = true;    // mra: optimizer state sharded across ranks too
+};
+
 struct ParallelSection {
   std::string strategy = "data";  // "data": data parallelism, gradients averaged after backward
+  CommSection comm;               // [parallel.comm]
 };
 
 struct LaunchSection {

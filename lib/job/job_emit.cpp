@@ -1,10 +1,12 @@
 // The resolved job as text: every key of the schema with its value (defaults included), as TOML that
-// parse_job reads back to the same Job, and as JSON.
+// parse_job reads back to the same Job (a nested table under its own [parallel.comm] header), and as JSON
+// (nested tables as nested objects).
 #include <toml++/toml.h>
 
 #include <sstream>
 
 #include "lib/job/job.h"
+#include "lib/job/job_internal.h"
 #include "lib/job/schema.h"
 
 namespace dp {
@@ -15,7 +17,7 @@ toml::table to_table(const Job& job) {
   Job copy = job;  // KeySpec::field wants a mutable Job
   toml::table root;
   for (const auto& key : job_detail::schema()) {
-    toml::table* section = root.insert(key.table, toml::table{}).first->second.as_table();
+    toml::table* section = &job_detail::make_table(root, key.table);
     std::visit(
         [&](auto* field) {
           using T = std::remove_pointer_t<decltype(field)>;
@@ -39,7 +41,9 @@ toml::table to_table(const Job& job) {
 
 std::string job_to_toml(const Job& job) {
   std::ostringstream out;
-  out << to_table(job) << "\n";
+  // Nested tables unindented: "[parallel.comm]" and its keys start their lines, like every other table.
+  constexpr auto flags = toml::toml_formatter::default_flags & ~toml::format_flags::indent_sub_tables;
+  out << toml::toml_formatter{to_table(job), flags} << "\n";
   return out.str();
 }
 

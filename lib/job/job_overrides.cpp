@@ -1,8 +1,7 @@
-// "--set dotted.key=value" overrides: split, check the key, read the value as TOML (or, failing that, as
-// a plain string) and put it into the parsed document, where it is validated like a value from the file.
+// "--set dotted.key=value" overrides: split, check the key (the last dotted component; the table, nested
+// or not, is what precedes it), read the value as TOML (or, failing that, as a plain string) and put it
+// into the parsed document, where it is validated like a value from the file.
 #include <fmt/format.h>
-
-#include <algorithm>
 
 #include "lib/core/error.h"
 #include "lib/job/job_internal.h"
@@ -26,28 +25,30 @@ std::vector<std::string> dotted_keys() {
   return all;
 }
 
-// The key of an override, checked against the schema.
+// The key of an override, checked against the schema: the table is everything before the last dot
+// ("parallel.comm" in parallel.comm.algorithm), the key the last component.
 const KeySpec& override_key(const std::string& key, const std::string& where) {
-  const auto dot = key.find('.');
-  const std::string table = key.substr(0, dot);
-  const std::string name = dot == std::string::npos ? std::string() : key.substr(dot + 1);
-  if (const KeySpec* spec = find_key(table, name)) return *spec;
+  if (const KeySpec* spec = find_dotted(key)) return *spec;
 
+  const auto dot = key.rfind('.');
+  const std::string table = dot == std::string::npos ? std::string() : key.substr(0, dot);
+  const std::string name = dot == std::string::npos ? key : key.substr(dot + 1);
   std::string hint;
-  if (std::string near = closest(key, dotted_keys()); !near.empty()) {
+  if (is_table(key)) {
+    hint = fmt::format("name a key of [{}]: {}=VALUE", key, first_key_below(key));
+  } else if (is_table(table)) {  // a known table: the key is judged among that table's keys
+    if (std::string near = closest(name, key_names(table)); !near.empty())
+      hint = fmt::format("did you mean '{}.{}'?", table, near);
+    else
+      hint = unknown_key_hint(table, name);
+  } else if (std::string near = closest(key, dotted_keys()); !near.empty()) {
     hint = "did you mean '" + near + "'?";
   } else if (dot == std::string::npos) {
     hint = "keys are written TABLE.KEY, e.g. train.epochs";
-    for (const auto& t : table_names()) {
-      if (find_key(t, key)) hint = fmt::format("did you mean '{}.{}'?", t, key);
-      if (t == key) hint = fmt::format("name a key of [{}]: {}.{}=VALUE", t, t, key_names(t).front());
-    }
+    for (const auto& k : schema())
+      if (k.name == key) hint = fmt::format("did you mean '{}'?", k.dotted());
   } else {
-    const auto& tables = table_names();
-    if (std::find(tables.begin(), tables.end(), table) != tables.end())
-      hint = unknown_key_hint(table, name);
-    else
-      hint = unknown_table_hint(table);
+    hint = unknown_table_hint(table);
   }
   throw JobError(where, fmt::format("unknown key '{}'", key), hint);
 }
@@ -76,8 +77,7 @@ void apply_overrides(toml::table& doc, const std::vector<std::string>& overrides
     const auto eq = ov.find('=');
     if (eq == std::string::npos) {
       const std::string key = trim(ov);
-      const auto dot = key.find('.');
-      const bool known = dot != std::string::npos && find_key(key.substr(0, dot), key.substr(dot + 1));
+      const bool known = find_dotted(key) != nullptr;
       throw JobError(where, fmt::format("expected KEY=VALUE, got '{}'", ov),
                      known ? fmt::format("write {}=VALUE", key)
                            : "write e.g. --set train.epochs=3 or --set model.hidden=[512,256]");
@@ -87,10 +87,9 @@ void apply_overrides(toml::table& doc, const std::vector<std::string>& overrides
     const KeySpec& key = override_key(key_text, where);
 
     toml::table value = value_of(raw, key);
-    toml::node* table_node = doc.get(key.table);
-    if (!table_node) table_node = &doc.insert(key.table, toml::table{}).first->second;
-    toml::table* table = table_node->as_table();  // check_structure made sure of that
-    value.get("v")->visit([&](auto& v) { table->insert_or_assign(key.name, v); });
+    // check_structure made sure that the tables already there are tables.
+    toml::table& table = make_table(doc, key.table);
+    value.get("v")->visit([&](auto& v) { table.insert_or_assign(key.name, v); });
     origins[key.dotted()] = where;
   }
 }

@@ -1,8 +1,8 @@
-// Reading a job file: TOML syntax, structure (known tables and keys), value types and ranges, giving
-// FILE:LINE:COL errors with hints. Overrides are applied between the structure check and the value checks.
+// Reading a job file: TOML syntax, structure (known tables and keys; job_structure.cpp), value types and
+// ranges, giving FILE:LINE:COL errors with hints. Overrides are applied between the structure check and
+// the value checks.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,98 +13,11 @@
 #include "lib/job/job.h"
 #include "lib/job/job_internal.h"
 #include "lib/job/schema.h"
-#include "lib/job/suggest.h"
 
 namespace dp {
 namespace job_detail {
 
-std::string position(const std::string& source, const toml::source_region& region) {
-  if (region.begin.line == 0) return source;
-  return fmt::format("{}:{}:{}", source, region.begin.line, region.begin.column);
-}
-
-std::string type_phrase(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::date:
-      return "a date";
-    case toml::node_type::time:
-      return "a time";
-    case toml::node_type::date_time:
-      return "a date-time";
-    default:
-      return "nothing";
-  }
-}
-
-std::string unknown_key_hint(std::string_view table, std::string_view name) {
-  const std::vector<std::string> keys = key_names(table);
-  if (std::string near = closest(name, keys); !near.empty()) return "did you mean '" + near + "'?";
-  for (const auto& t : table_names())
-    if (find_key(t, name)) return fmt::format("'{}' is a key of [{}]", name, t);
-  return fmt::format("valid keys of [{}]: {}", table, join(keys));
-}
-
-static std::string bracketed_tables() {
-  std::vector<std::string> b;
-  for (const auto& t : table_names()) b.push_back("[" + t + "]");
-  return join(b);
-}
-
-std::string unknown_table_hint(std::string_view name) {
-  if (std::string near = closest(name, table_names()); !near.empty()) return "did you mean '[" + near + "]'?";
-  return "valid tables: " + bracketed_tables();
-}
-
-std::string outside_table_hint(std::string_view name) {
-  for (const auto& t : table_names())
-    if (find_key(t, name)) return fmt::format("'{}' is a key of [{}]; put it under that header", name, t);
-  return "every key belongs in one of the tables " + bracketed_tables();
-}
-
 namespace {
-
-// Only known tables, each a table, holding only known keys.
-void check_structure(const toml::table& doc, const std::string& src) {
-  const auto& tables = table_names();
-  for (auto&& [k, v] : doc) {
-    const std::string name(k.str());
-    if (std::find(tables.begin(), tables.end(), name) != tables.end()) {
-      const toml::table* t = v.as_table();
-      if (!t) {
-        const bool aot = v.is_array_of_tables();
-        throw JobError(position(src, v.source()),
-                       fmt::format("{}: expected a table, got {}", name, type_phrase(v)),
-                       aot ? fmt::format("write [{}], not [[{}]]", name, name)
-                           : fmt::format("write the keys under a [{}] header", name));
-      }
-      for (auto&& [k2, v2] : *t) {
-        const std::string key(k2.str());
-        if (!find_key(name, key))
-          throw JobError(position(src, k2.source()), fmt::format("unknown key '{}.{}'", name, key),
-                         unknown_key_hint(name, key));
-      }
-    } else if (v.is_table()) {
-      const auto& region = v.source().begin.line ? v.source() : k.source();
-      throw JobError(position(src, region), fmt::format("unknown table '[{}]'", name),
-                     unknown_table_hint(name));
-    } else {
-      throw JobError(position(src, k.source()), fmt::format("unknown key '{}' outside any table", name),
-                     outside_table_hint(name));
-    }
-  }
-}
 
 class Reader {
  public:
@@ -113,9 +26,12 @@ class Reader {
 
   // The value node of a key; nullptr when the key is not given.
   const toml::node* node(const KeySpec& key) const {
-    const toml::table* t = doc_.get_as<toml::table>(key.table);
+    const toml::table* t = table_at(doc_, key.table);
     return t ? t->get(key.name) : nullptr;
   }
+
+  // Whether the key was given, in the file or by an override.
+  bool given(const KeySpec& key) const { return node(key) || origins_.count(key.dotted()); }
 
   // Where a key's value (or one element of it) is, for messages.
   std::string where(const KeySpec& key, const toml::node* n, int index = -1) const {
@@ -208,6 +124,10 @@ class Reader {
     auto p = check_key(key, job);
     if (!p) return;
     const std::string subject = p->index >= 0 ? fmt::format("{}[{}]", key.dotted(), p->index) : key.dotted();
+    // A cross-key problem with this key at its default: point at the other key, which was given.
+    const KeySpec* other = p->other.empty() ? nullptr : find_dotted(p->other);
+    if (!given(key) && other && given(*other))
+      throw JobError(where(*other, node(*other)), subject + ": " + p->what, p->hint);
     throw JobError(where(key, node(key), p->index), subject + ": " + p->what, p->hint);
   }
 

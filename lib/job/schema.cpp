@@ -1,13 +1,12 @@
 // The job schema: one row per key (table, name, Job field, range check, valid values). The enumerations'
-// valid values live here and only here; extend them here (and in man/dptrain-job.5).
+// valid values live here and only here; extend them here (and in man/dptrain-job.5). A nested table is a
+// dotted table name ("parallel.comm"); its rows follow its parent's. Lookups are in schema_lookup.cpp.
 #include "lib/job/schema.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-
-#include "lib/job/suggest.h"
 
 namespace dp::job_detail {
 
@@ -20,6 +19,7 @@ static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"
 static const std::vector<std::string> kDevices = {"auto", "cpu", "cuda"};
 static const std::vector<std::string> kPrecisions = {"fp32", "bf16"};
 static const std::vector<std::string> kStrategies = {"data"};
+static const std::vector<std::string> kCommAlgorithms = {"native", "ring", "mra"};
 static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
 
 std::string number_text(double v) { return fmt::format("{}", v); }
@@ -128,6 +128,17 @@ static Check check_val_fraction(const Job& j) {
   return Problem{"must be in (0, 1), got " + number_text(v)};
 }
 
+// The first bucket (the last layers) must not be larger than the others.
+static Check check_first_bucket(const Job& j) {
+  const CommSection& c = j.parallel.comm;
+  if (auto p = positive(c.first_bucket_mb)) return p;
+  if (c.first_bucket_mb <= c.bucket_mb) return std::nullopt;
+  return Problem{fmt::format("must not exceed parallel.comm.bucket_mb ({}), got {}", number_text(c.bucket_mb),
+                             number_text(c.first_bucket_mb)),
+                 -1, "lower parallel.comm.first_bucket_mb or raise parallel.comm.bucket_mb",
+                 "parallel.comm.bucket_mb"};
+}
+
 // --- The schema ------------------------------------------------------------------------------------------
 #define DP_FIELD(member) [](Job& j) -> FieldRef { return &j.member; }
 #define DP_RULE(expr) [](const Job& j) -> Check { return expr; }
@@ -181,6 +192,13 @@ const std::vector<KeySpec>& schema() {
 
       {"parallel", "strategy", DP_FIELD(parallel.strategy), nullptr, kStrategies},
 
+      {"parallel.comm", "algorithm", DP_FIELD(parallel.comm.algorithm), nullptr, kCommAlgorithms},
+      {"parallel.comm", "bucket_mb", DP_FIELD(parallel.comm.bucket_mb),
+       DP_RULE(positive(j.parallel.comm.bucket_mb)), {}},
+      {"parallel.comm", "first_bucket_mb", DP_FIELD(parallel.comm.first_bucket_mb), check_first_bucket, {}},
+      {"parallel.comm", "overlap", DP_FIELD(parallel.comm.overlap), nullptr, {}},
+      {"parallel.comm", "sharded_update", DP_FIELD(parallel.comm.sharded_update), nullptr, {}},
+
       {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(at_least(j.launch.ranks, 1)), {}},
       {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts, {}},
       {"launch", "mpirun_args", DP_FIELD(launch.mpirun_args), nullptr, {}},
@@ -199,42 +217,5 @@ const std::vector<KeySpec>& schema() {
 
 #undef DP_FIELD
 #undef DP_RULE
-
-const std::vector<std::string>& table_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const auto& k : schema())
-      if (std::find(n.begin(), n.end(), k.table) == n.end()) n.push_back(k.table);
-    return n;
-  }();
-  return names;
-}
-
-std::vector<std::string> key_names(std::string_view table) {
-  std::vector<std::string> n;
-  for (const auto& k : schema())
-    if (k.table == table) n.push_back(k.name);
-  return n;
-}
-
-const KeySpec* find_key(std::string_view table, std::string_view name) {
-  for (const auto& k : schema())
-    if (k.table == table && k.name == name) return &k;
-  return nullptr;
-}
-
-Check check_key(const KeySpec& key, const Job& job) {
-  if (!key.choices.empty()) {
-    Job copy = job;  // field() wants a mutable Job; enumerations are strings
-    const std::string& v = *std::get<std::string*>(key.field(copy));
-    if (std::find(key.choices.begin(), key.choices.end(), v) == key.choices.end()) {
-      std::string hint;
-      if (std::string near = closest(v, key.choices); !near.empty()) hint = "did you mean '" + near + "'? ";
-      hint += "valid values: " + join(key.choices);
-      return Problem{"unknown value '" + v + "'", -1, hint};
-    }
-  }
-  return key.check ? key.check(job) : std::nullopt;
-}
 
 }  // namespace dp::job_detail

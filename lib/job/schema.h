@@ -1,5 +1,6 @@
 // The job file's schema, shared by parsing, --set overrides and emission: every table, every key with its
-// C++ field, its range check and (for enumerations) its valid values.
+// C++ field, its range check and (for enumerations) its valid values. Tables nest: a key's table is a
+// dotted path ("parallel.comm" is the [parallel.comm] table inside [parallel]).
 #pragma once
 
 #include <cstdint>
@@ -18,18 +19,20 @@ namespace dp::job_detail {
 using FieldRef = std::variant<int64_t*, uint64_t*, double*, std::string*, bool*, std::vector<int64_t>*,
                               std::vector<std::string>*>;
 
-// A value out of range. `index` >= 0 names the offending array element.
+// A value out of range. `index` >= 0 names the offending array element. A cross-key check names the
+// other key (`other`, dotted): when the checked key was left at its default, the error points there.
 struct Problem {
-  explicit Problem(std::string w, int i = -1, std::string h = {})
-      : what(std::move(w)), index(i), hint(std::move(h)) {}
+  explicit Problem(std::string w, int i = -1, std::string h = {}, std::string o = {})
+      : what(std::move(w)), index(i), hint(std::move(h)), other(std::move(o)) {}
   std::string what;  // e.g. "must be at least 1, got 0"
   int index;
   std::string hint;
+  std::string other;
 };
 
 struct KeySpec {
-  std::string table;  // "train"
-  std::string name;   // "global_batch"
+  std::string table;  // "train"; a nested table is a dotted path, "parallel.comm"
+  std::string name;   // "global_batch"; never contains a dot
   FieldRef (*field)(Job&);
   std::optional<Problem> (*check)(const Job&);  // nullptr: any value of the right type
   std::vector<std::string> choices;             // enumerations: the valid values; else empty
@@ -37,14 +40,25 @@ struct KeySpec {
   std::string dotted() const { return table + "." + name; }
 };
 
-// Every key, in man-page order ([job] first).
+// Every key, in man-page order ([job] first; a nested table right after its parent's keys).
 const std::vector<KeySpec>& schema();
-// The table names, in order.
+// Every table name (dotted paths, each after its parent), in order: those holding keys and their parents.
 const std::vector<std::string>& table_names();
-// The key names of one table, in order (empty when no such table).
+// Whether `table` (a dotted path) is a table of the schema.
+bool is_table(std::string_view table);
+// The tables directly inside `parent` ("" for the top level), full dotted paths, in order.
+std::vector<std::string> sub_tables(std::string_view parent);
+// "parallel" for "parallel.comm", "" for a top-level table; and the last component, "comm".
+std::string_view parent_table(std::string_view table);
+std::string_view leaf_name(std::string_view table);
+// The key names of one table, in order (empty when no such table or it holds only tables).
 std::vector<std::string> key_names(std::string_view table);
+// The first key at or below `table` ("parallel.strategy" for "parallel"), dotted; empty when none.
+std::string first_key_below(std::string_view table);
 // nullptr when unknown.
 const KeySpec* find_key(std::string_view table, std::string_view name);
+// The key by its full dotted name ("parallel.comm.algorithm": table "parallel.comm", name "algorithm").
+const KeySpec* find_dotted(std::string_view dotted);
 
 // The key's range/enumeration check on a fully read Job; nullopt when the value is fine.
 std::optional<Problem> check_key(const KeySpec& key, const Job& job);

@@ -194,7 +194,7 @@ expect_error "--set with a bad value" 2 "--set train.epochs=abc|train.epochs|int
 # This machine (and CI) has no GPU: asking for one, or for GPU-only arithmetic, is an input error. On a
 # GPU machine these two cases are skipped.
 if ! "$DPTRAIN" --version | grep -q 'device(s)'; then
-  expect_error "device = cuda without a GPU" 2 "[train] device|no usable GPU|use device" -- \
+  expect_error "device = cuda without a GPU" 2 "[train] device|device = \"cuda\" but|use device" -- \
     "$DPTRAIN" run good.toml --set train.device=cuda --out prev
   expect_error "bf16 on the CPU" 2 "[train] precision|bf16|needs a GPU|fp32" -- \
     "$DPTRAIN" run good.toml --set train.precision=bf16 --out prev

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every job key dptrain knows (the resolved job.toml of a run lists them all) is documented in
-# man/dptrain-job.5 and offered by both shell completions; every subcommand of --help has a man section.
+# man/dptrain-job.5 and offered by both shell completions; every table, nested ones ([parallel.comm])
+# included, is listed in the man page's SYNOPSIS; every subcommand of --help has a man section.
 # Usage: bash docs_in_step.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
@@ -22,8 +23,17 @@ TOML
 "$DPTRAIN" run "$TMP/job.toml" --out "$TMP/run" >/dev/null 2>&1 || { echo "not ok - tiny run failed"; exit 1; }
 failures=0
 table=""
+# A table header, nested ones included: [train], [parallel.comm].
+table_re='^\[([a-z_]+(\.[a-z_]+)*)\]$'
+# The tables listed in the man page's SYNOPSIS.
+synopsis=$(awk '/^\.SH SYNOPSIS/ {on = 1; next} /^\.SH/ {on = 0} on' "$ROOT/man/dptrain-job.5")
 while IFS= read -r line; do
-  if [[ $line =~ ^\[([a-z]+)\]$ ]]; then table=${BASH_REMATCH[1]}; continue; fi
+  if [[ $line =~ $table_re ]]; then
+    table=${BASH_REMATCH[1]}
+    [[ $synopsis == *"[$table]"* ]] ||
+      { echo "not ok - [$table] missing from the SYNOPSIS of man/dptrain-job.5"; failures=$((failures + 1)); }
+    continue
+  fi
   [[ $line =~ ^([a-z_]+)\ = ]] || continue
   key=$table.${BASH_REMATCH[1]}
   name=${BASH_REMATCH[1]}

@@ -83,6 +83,13 @@ device = "cpu"
 [parallel]
 strategy = "data"
 
+[parallel.comm]
+algorithm = "ring"
+bucket_mb = 4.5
+first_bucket_mb = 0.25
+overlap = false
+sharded_update = false
+
 [launch]
 ranks = 4
 hosts = ["a:2", "b:2"]

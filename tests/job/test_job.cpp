@@ -29,7 +29,7 @@ BOOST_AUTO_TEST_CASE(empty_file_gives_defaults) {
 
 BOOST_AUTO_TEST_CASE(empty_tables_give_defaults) {
   const dp::Job j = dp::parse_job(
-      "[job]\n[model]\n[data]\n[optim]\n[train]\n[parallel]\n[launch]\n"
+      "[job]\n[model]\n[data]\n[optim]\n[train]\n[parallel]\n[parallel.comm]\n[launch]\n"
       "[checkpoint]\n[log]\n",
       "t.toml");
   BOOST_TEST(same(j, dp::Job{}));
@@ -64,6 +64,11 @@ BOOST_AUTO_TEST_CASE(every_key_is_read) {
   BOOST_TEST(j.train.global_batch == 64);
   BOOST_TEST(j.train.eval_every == 25);
   BOOST_TEST(j.train.threads == 2);
+  BOOST_TEST(j.parallel.comm.algorithm == "ring");
+  BOOST_TEST(j.parallel.comm.bucket_mb == 4.5);
+  BOOST_TEST(j.parallel.comm.first_bucket_mb == 0.25);
+  BOOST_TEST(!j.parallel.comm.overlap);
+  BOOST_TEST(!j.parallel.comm.sharded_update);
   BOOST_TEST(j.launch.ranks == 4);
   BOOST_TEST(j.launch.hosts == (std::vector<std::string>{"a:2", "b:2"}), boost::test_tools::per_element());
   BOOST_TEST(j.launch.mpirun_args == (std::vector<std::string>{"--bind-to", "none"}),
@@ -212,6 +217,11 @@ BOOST_AUTO_TEST_CASE(ranges) {
       {"job.name=..", "job.name: must not be '..'"},
       {"launch.mpirun=\"\"", "launch.mpirun: must not be empty"},
       {"launch.hosts=[\"a:1\", \"\"]", "launch.hosts[1]: must not be empty"},
+      {"parallel.comm.bucket_mb=0", "parallel.comm.bucket_mb: must be greater than 0, got 0"},
+      {"parallel.comm.bucket_mb=-1", "parallel.comm.bucket_mb: must be greater than 0, got -1"},
+      {"parallel.comm.first_bucket_mb=0", "parallel.comm.first_bucket_mb: must be greater than 0, got 0"},
+      {"parallel.comm.first_bucket_mb=26",
+       "parallel.comm.first_bucket_mb: must not exceed parallel.comm.bucket_mb (25), got 26"},
   };
   for (const auto& [set, message] : cases) {
     BOOST_TEST_CONTEXT("--set " << set) {
@@ -247,6 +257,8 @@ BOOST_AUTO_TEST_CASE(enumerations) {
        "did you mean 'cpu'? valid values: auto, cpu, cuda"},
       {"[parallel]\nstrategy = \"date\"\n", "parallel.strategy: unknown value 'date'",
        "did you mean 'data'? valid values: data"},
+      {"[parallel.comm]\nalgorithm = \"rign\"\n", "parallel.comm.algorithm: unknown value 'rign'",
+       "did you mean 'ring'? valid values: native, ring, mra"},
       {"[log]\nprogress = \"bars\"\n", "log.progress: unknown value 'bars'",
        "did you mean 'bar'? valid values: auto, bar, plain, none"},
   };
