@@ -1,5 +1,8 @@
-// Communicator over MPI for CPU buffers.
+// Communicator over MPI for CPU buffers: point-to-point as MPI_Isend/MPI_Irecv on MPI_BYTE (messages over
+// 1 GiB go as several), the transport collectives as MPI's own, host memory space from the base class.
 #include <mpi.h>
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -16,6 +19,63 @@ void check_mpi(int rc, const char* call) {
   MPI_Error_string(rc, text, &len);
   throw RuntimeFailure(call, std::string(text, size_t(len)), "check the MPI launch and the network");
 }
+
+constexpr size_t kMaxCount = size_t(1) << 30;  // MPI counts are int: messages go in pieces of 1 GiB
+
+// One isend/irecv: one MPI request per 1 GiB piece. A receive checks that each piece arrived whole.
+class MpiRequest final : public Request::Impl {
+ public:
+  explicit MpiRequest(bool receive) : receive_(receive) {}
+  void add(MPI_Request r, int count) {
+    requests_.push_back(r);
+    counts_.push_back(count);
+  }
+  void wait() override {
+    std::vector<MPI_Status> status(receive_ ? requests_.size() : 0);
+    check_mpi(MPI_Waitall(int(requests_.size()), requests_.data(), statuses(status)), "MPI_Waitall");
+    check_counts(status);
+  }
+  bool test() override {
+    int done = 0;
+    std::vector<MPI_Status> status(receive_ ? requests_.size() : 0);
+    check_mpi(MPI_Testall(int(requests_.size()), requests_.data(), &done, statuses(status)), "MPI_Testall");
+    if (done) check_counts(status);
+    return done != 0;
+  }
+  void abandon() noexcept override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    for (MPI_Request& r : requests_) {
+      if (r == MPI_REQUEST_NULL) continue;
+      if (receive_) {  // a receive can be cancelled locally; a send is left to finish on its own
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Request_free(&r);
+      }
+    }
+  }
+
+ private:
+  // Sends need no statuses.
+  MPI_Status* statuses(std::vector<MPI_Status>& status) const {
+    return receive_ ? status.data() : MPI_STATUSES_IGNORE;
+  }
+  void check_counts(const std::vector<MPI_Status>& status) const {
+    for (size_t i = 0; i < status.size(); ++i) {
+      int got = 0;
+      MPI_Get_count(&status[i], MPI_BYTE, &got);
+      if (got != counts_[i])
+        throw RuntimeFailure("MPI_Irecv", "message of " + std::to_string(got) + " bytes where " +
+                                              std::to_string(counts_[i]) + " were expected",
+                             "sender and receiver must agree on message sizes");
+    }
+  }
+  bool receive_;
+  std::vector<MPI_Request> requests_;
+  std::vector<int> counts_;
+};
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -43,8 +103,36 @@ class MpiCommunicator final : public Communicator {
   int local_size() const override { return local_size_; }
   std::string host() const override { return host_; }
 
-  void allreduce_sum(std::span<float> d) override { allreduce(d.data(), d.size(), MPI_FLOAT); }
-  void allreduce_sum(std::span<double> d) override { allreduce(d.data(), d.size(), MPI_DOUBLE); }
+  Request isend(std::span<const std::byte> data, int peer, int tag) override {
+    check_peer(peer, tag);
+    auto request = std::make_unique<MpiRequest>(false);
+    for_pieces(data.size(), [&](size_t off, int n) {
+      MPI_Request r;
+      check_mpi(MPI_Isend(data.data() + off, n, MPI_BYTE, peer, tag, comm_, &r), "MPI_Isend");
+      request->add(r, n);
+    });
+    return Request(std::move(request));
+  }
+  Request irecv(std::span<std::byte> data, int peer, int tag) override {
+    check_peer(peer, tag);
+    auto request = std::make_unique<MpiRequest>(true);
+    for_pieces(data.size(), [&](size_t off, int n) {
+      MPI_Request r;
+      check_mpi(MPI_Irecv(data.data() + off, n, MPI_BYTE, peer, tag, comm_, &r), "MPI_Irecv");
+      request->add(r, n);
+    });
+    return Request(std::move(request));
+  }
+
+  using Communicator::allreduce_sum;
+  void allreduce_sum(std::span<const float> in, std::span<float> out) override {
+    DP_CHECK(in.size() == out.size(), "allreduce_sum: input and output differ in size");
+    allreduce(in.data(), out.data(), out.size(), MPI_FLOAT);
+  }
+  void allreduce_sum(std::span<const double> in, std::span<double> out) override {
+    DP_CHECK(in.size() == out.size(), "allreduce_sum: input and output differ in size");
+    allreduce(in.data(), out.data(), out.size(), MPI_DOUBLE);
+  }
 
   void broadcast(std::span<std::byte> data, int root) override {
     for (size_t off = 0; off < data.size(); off += kMaxCount) {
@@ -54,6 +142,12 @@ class MpiCommunicator final : public Communicator {
   }
   void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override {
     DP_CHECK(all.size() == mine.size() * size_t(size_), "allgather: receive buffer has the wrong size");
+    if (mine.size() >= kMaxCount) {  // too large for one int count: each rank broadcasts its part
+      std::copy(mine.begin(), mine.end(), all.begin() + ptrdiff_t(mine.size() * size_t(rank_)));
+      for (int root = 0; root < size_; ++root)
+        broadcast(all.subspan(mine.size() * size_t(root), mine.size()), root);
+      return;
+    }
     check_mpi(MPI_Allgather(mine.data(), int(mine.size()), MPI_BYTE, all.data(), int(mine.size()),
                             MPI_BYTE, comm_),
               "MPI_Allgather");
@@ -66,14 +160,28 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  static constexpr size_t kMaxCount = size_t(1) << 30;  // MPI counts are int
-  void allreduce(void* data, size_t count, MPI_Datatype type) {
+  void check_peer(int peer, int tag) const {
+    DP_CHECK(peer >= 0 && peer < size_, "peer rank " + std::to_string(peer) + " out of range");
+    DP_CHECK(tag >= 0 && tag <= kMaxTag, "tag " + std::to_string(tag) + " out of range");
+  }
+  template <class F>
+  static void for_pieces(size_t bytes, F&& f) {
+    size_t off = 0;
+    do {  // an empty message is one empty piece
+      const size_t n = std::min(kMaxCount, bytes - off);
+      f(off, int(n));
+      off += n;
+    } while (off < bytes);
+  }
+  void allreduce(const void* in, void* out, size_t count, MPI_Datatype type) {
     int bytes = 0;
     MPI_Type_size(type, &bytes);
-    auto* p = static_cast<std::byte*>(data);
+    auto* o = static_cast<std::byte*>(out);
+    const auto* i = static_cast<const std::byte*>(in);
     for (size_t off = 0; off < count; off += kMaxCount) {
       const int n = int(std::min(kMaxCount, count - off));
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, p + off * size_t(bytes), n, type, MPI_SUM, comm_),
+      const size_t at = off * size_t(bytes);
+      check_mpi(MPI_Allreduce(in == out ? MPI_IN_PLACE : i + at, o + at, n, type, MPI_SUM, comm_),
                 "MPI_Allreduce");
     }
   }
@@ -95,6 +203,12 @@ MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+bool MpiRuntime::thread_multiple() {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  return level == MPI_THREAD_MULTIPLE;
 }
 
 void MpiRuntime::abort(int exit_code) {
