@@ -118,6 +118,9 @@ BOOST_AUTO_TEST_CASE(bench_reports_no_wrong_elements) {
       const auto r = dp::bench_allreduce(*comm, {a, size_t(1) << 20, in_place, 1, 3});
       BOOST_TEST(r.wrong == 0);
       BOOST_TEST(r.time_us > 0);
-      BOOST_TEST(r.busbw > 0);
+      if (comm->size() > 1)
+        BOOST_TEST(r.busbw > 0);
+      else
+        BOOST_TEST(r.busbw == 0);  // 2(n-1)/n: nothing crosses a link on one rank
     }
 }
