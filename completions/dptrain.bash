@@ -1,11 +1,11 @@
 # bash completion for dptrain(1).
 # Install: copy to /usr/share/bash-completion/completions/dptrain (or source it from ~/.bashrc).
 #
-# Completes the subcommand (run), run's options, .toml job files, directories for --out, and job keys
+# Completes the subcommands (run, profile), their options, .toml job files, directories for --out, and job keys
 # (table.key=) for --set, with the valid values of the enumerated keys after the '='.
 # Works with and without the bash-completion package.
 
-# Every job key (lib/job/schema.cpp; man dptrain-job(5)).
+# Every job key (lib/job/schema.cpp; man dptrain-job(5)); a nested table's keys carry its whole dotted name.
 _dptrain_keys=(
   job.name job.seed job.output_dir
   model.type model.hidden model.channels model.blocks model.layers model.heads model.width model.context
@@ -16,6 +16,8 @@ _dptrain_keys=(
   optim.schedule optim.warmup_steps optim.step_size optim.gamma optim.min_lr
   train.epochs train.steps train.global_batch train.eval_every train.threads train.device train.precision
   parallel.strategy
+  parallel.comm.algorithm parallel.comm.bucket_mb parallel.comm.first_bucket_mb parallel.comm.overlap
+  parallel.comm.sharded_update
   launch.ranks launch.hosts launch.mpirun_args launch.mpirun
   checkpoint.enabled checkpoint.every checkpoint.keep
   log.every log.progress
@@ -33,6 +35,8 @@ _dptrain_values() {
     train.device) echo auto cpu cuda ;;
     train.precision) echo fp32 bf16 ;;
     parallel.strategy) echo data ;;
+    parallel.comm.algorithm) echo native ring mra ;;
+    parallel.comm.overlap | parallel.comm.sharded_update) echo true false ;;
     checkpoint.enabled) echo true false ;;
     log.progress) echo auto bar plain none ;;
     job.output_dir) echo dir ;;
@@ -111,7 +115,7 @@ _dptrain() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "run" -- "$cur"))
+      COMPREPLY=($(compgen -W "run profile" -- "$cur"))
     fi
   elif [[ $sub == run ]]; then
     case $prev in
@@ -142,6 +146,19 @@ _dptrain() {
             ;;
           *) _dptrain_paths "$cur" toml ;;
         esac
+        ;;
+    esac
+  elif [[ $sub == profile ]]; then
+    case $prev in
+      --algorithms) COMPREPLY=($(compgen -W "native ring native,ring" -- "$cur")) ;;
+      --ranks | --min-bytes | --max-bytes | --factor | --iters | --warmup) ;;
+      *)
+        if [[ $cur == -* ]]; then
+          COMPREPLY=($(compgen -W "--collectives --ranks --algorithms --min-bytes --max-bytes --factor --iters
+            --warmup --json --dry-run -h --help" -- "$cur"))
+        else
+          _dptrain_paths "$cur" toml
+        fi
         ;;
     esac
   fi

@@ -166,6 +166,7 @@ StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
   const int64_t n = b.n;
   if (n == 0) {
     grads_.zero();
+    gradients_ready(0);
     return {};
   }
   const float* x = stage(b.x, n * shape_.features, x_staging_);
@@ -186,6 +187,7 @@ StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
   float* t1 = grad_b_.data();
   float* t2 = grad_c_.data();
   float* ws = workspace_.data();
+  gradients_ready(fc_w_offset_);
   k_.global_avg_pool_backward(dpooled_.data(), dy, n, c, spatial);
 
   for (size_t k = units_.size(); k-- > 0;) {
@@ -213,6 +215,7 @@ StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
                          g(u.conv1.w_offset), g(u.conv1.b_offset), ws, false);
       std::swap(dy, t1);
     }
+    gradients_ready(u.conv1.w_offset);  // the unit's first parameter
   }
   return {s.loss, s.correct, n};
 }

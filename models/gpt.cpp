@@ -208,6 +208,7 @@ StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
   const int64_t n = b.n;
   if (n == 0) {
     grads_.zero();
+    gradients_ready(0);
     return {};
   }
   const int32_t *tokens = nullptr, *targets = nullptr;
@@ -231,6 +232,7 @@ StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
   const float* x_last = blocks_.empty() ? encoded_.data() : acts_.back().res2.data();
   k_.layernorm_backward(x_last, p(lnf_g_), lnf_mean_.data(), lnf_rstd_.data(), dtmp_.data(), dres_.data(),
                           g(lnf_g_), g(lnf_b_), N, C);
+  gradients_ready(lnf_g_);  // and the untied head's, which follow it (a tied head's is wte's: the end)
 
   // Blocks, last first; dres_ holds the gradient of the residual stream leaving the block.
   for (size_t l = blocks_.size(); l-- > 0;) {
@@ -254,8 +256,10 @@ StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
                          N, C, 3 * C);
     k_.layernorm_backward(x, p(bk.ln1_g), a.ln1_mean.data(), a.ln1_rstd.data(), dtmp_.data(), dres_.data(),
                             g(bk.ln1_g), g(bk.ln1_b), N, C);
+    gradients_ready(bk.ln1_g);  // the block's first parameter
   }
   k_.embedding_backward(tokens, dres_.data(), g(wte_), g(wpe_), n, t_, C);
+  gradients_ready(0);
   return {s.loss, s.correct, N};
 }
 

@@ -53,6 +53,7 @@ StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {
   const int64_t n = b.n;
   if (n == 0) {
     grads_.zero();
+    gradients_ready(0);
     return {};
   }
   const float* x = stage(b.x, n * dense_.front().in, x_staging_);
@@ -76,6 +77,7 @@ StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {
       dx = dx_buf.data();
     }
     k_.linear_backward(in, p(d.w_offset), dy, dx, g(d.w_offset), g(d.b_offset), n, d.in, d.out);
+    gradients_ready(d.w_offset);
     dy = dx;
   }
   return {s.loss, s.correct, n};

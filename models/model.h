@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,6 +51,13 @@ class Model {
   std::vector<float> grads_to_host() const { return grads_.to_host(); }
   void params_from_host(std::span<const float> host);
 
+  // Called during forward_backward whenever the gradients of [offset, parameter count) have become final
+  // (backward runs from the last layer to the first, and parameters are laid out in forward order), with
+  // offsets decreasing to 0, so gradient communication can start before backward ends. On a GPU, "final"
+  // means the kernels that write them are queued on the default stream.
+  using GradientsReady = std::function<void(int64_t offset)>;
+  void on_gradients_ready(GradientsReady hook) { gradients_ready_ = std::move(hook); }
+
   // Forward and backward on a batch. Overwrites grads() with loss_scale * d(sum of loss terms)/d(params);
   // b.n may be 0 (gradients become zero).
   virtual StepStats forward_backward(const Batch& b, float loss_scale) = 0;
@@ -66,6 +74,9 @@ class Model {
   virtual std::string describe() const = 0;
 
  protected:
+  void gradients_ready(int64_t offset) {
+    if (gradients_ready_) gradients_ready_(offset);
+  }
   // Allocates the parameter and gradient buffers (gradients zero) and fills the parameters from `initial`.
   void set_parameters(const std::vector<float>& initial);
   // A batch's arrays where this backend's kernels can read them: the host pointer itself on the CPU, or
@@ -82,6 +93,9 @@ class Model {
   std::vector<LayerInfo> layers_;
   Buffer<float> params_;
   Buffer<float> grads_;
+
+ private:
+  GradientsReady gradients_ready_;
 };
 
 // Builds the model [model] describes for samples of `shape`, running on the kernels `k`; parameters are

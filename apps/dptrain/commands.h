@@ -2,6 +2,7 @@
 // cmd_<name>.cpp that carries it out by calling libdptrain. Returns the process exit status.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,17 @@ struct RunCommand {
   bool resume = false, force = false, dry_run = false, json = false;
 };
 int cmd_run(const RunCommand& cmd, ProcessArgs process);
+
+struct ProfileCommand {
+  bool collectives = false;             // --collectives: time the allreduce algorithms
+  std::string job_path;                 // optional: its [launch] section says where to run
+  int64_t ranks = 0;                    // --ranks (overrides the job's; default 2 without a job)
+  std::vector<std::string> algorithms{"native", "ring"};
+  int64_t min_bytes = 8, max_bytes = int64_t(256) << 20, factor = 4;
+  int iterations = 20, warmup = 5;
+  bool json = false, dry_run = false;
+};
+int cmd_profile(const ProfileCommand& cmd, ProcessArgs process);
 
 // "dptrain 0.1.0" and the compiled-in backends.
 std::string version_text();

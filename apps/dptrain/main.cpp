@@ -52,6 +52,30 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "print summary.json on stdout at the end (progress goes to stderr)");
   run_cmd->callback([&] { status = cmd_run(run, process); });
 
+  ProfileCommand profile;
+  auto* profile_cmd = app.add_subcommand("profile", "measure this launch: collective bandwidth (--collectives)");
+  profile_cmd->add_option("job", profile.job_path, "a job file whose [launch] says where to run (optional)")
+      ->type_name("JOB.toml");
+  profile_cmd->add_flag("--collectives", profile.collectives,
+                        "time allreduce per algorithm and size (nccl-tests style table)");
+  profile_cmd->add_option("--ranks", profile.ranks, "ranks to launch (default: the job's, else 2)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  profile_cmd->add_option("--algorithms", profile.algorithms, "comma-separated: native, ring")
+      ->delimiter(',')->type_name("LIST");
+  profile_cmd->add_option("--min-bytes", profile.min_bytes, "smallest buffer (default 8)")->type_name("BYTES");
+  profile_cmd->add_option("--max-bytes", profile.max_bytes, "largest buffer (default 256 MiB)")->type_name("BYTES");
+  profile_cmd->add_option("--factor", profile.factor, "size step factor (default 4)")->type_name("F");
+  profile_cmd->add_option("--iters", profile.iterations, "timed repetitions per size at most (default 20)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  profile_cmd->add_option("--warmup", profile.warmup, "untimed repetitions first (default 5)")
+      ->check(CLI::NonNegativeNumber)->type_name("N");
+  profile_cmd->add_flag("--json", profile.json, "one JSON object per measurement instead of the table");
+  profile_cmd->add_flag("--dry-run", profile.dry_run, "print the mpirun command, run nothing");
+  profile_cmd->callback([&] {
+    if (profile.ranks == 0 && profile.job_path.empty()) profile.ranks = 2;
+    status = cmd_profile(profile, process);
+  });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

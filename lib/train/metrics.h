@@ -10,10 +10,10 @@ namespace dp {
 
 // What one rank measured in one step. Times in milliseconds.
 struct StepTimes {
-  double compute_ms = 0;  // batch gather, forward and backward
-  double wait_ms = 0;     // waiting for the slowest rank before gradient exchange
-  double comm_ms = 0;     // gradient exchange
-  double update_ms = 0;   // optimizer
+  double compute_ms = 0;  // batch gather, forward and backward (under MRA, overlapping communication)
+  double wait_ms = 0;     // waiting for the slowest rank before gradient exchange (plain only)
+  double comm_ms = 0;     // gradient exchange the step waited for (MRA: what backward did not hide)
+  double update_ms = 0;   // optimizer (MRA: on the communication thread, mostly hidden)
   int64_t local_batch = 0;
 };
 

@@ -12,13 +12,12 @@ namespace {
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimSection& s, int64_t n, const Kernels& k) : Optimizer(k, size_t(n)), spec_(s) {}  // velocity (P)
+  Sgd(const OptimSection& s, int64_t n, const Kernels& k) : Optimizer(k, 1, n), spec_(s) {}  // velocity
   std::string name() const override { return "sgd"; }
-  void step(std::span<float> p, std::span<const float> g, double lr) override {
-    DP_CHECK(p.size() == g.size() && p.size() == state_.size(), "buffer sizes differ");
-    k_.sgd_momentum_update(p.data(), g.data(), state_.data(), int64_t(p.size()), float(lr),
-                           float(spec_.momentum), float(spec_.weight_decay));
-    ++steps_;
+  void update_range(float* p, const float* g, int64_t at, int64_t count, double lr) override {
+    DP_CHECK(at >= 0 && at + count <= state_count_, "state range out of bounds");
+    k_.sgd_momentum_update(p, g, state_.data() + at, count, float(lr), float(spec_.momentum),
+                           float(spec_.weight_decay));
   }
 
  private:
@@ -27,26 +26,25 @@ class Sgd final : public Optimizer {
 
 class AdamW final : public Optimizer {
  public:
-  AdamW(const OptimSection& s, int64_t n, const Kernels& k)
-      : Optimizer(k, size_t(2 * n)), spec_(s), n_(n) {}  // m (P), v (P)
+  AdamW(const OptimSection& s, int64_t n, const Kernels& k) : Optimizer(k, 2, n), spec_(s) {}  // m, v
   std::string name() const override { return "adamw"; }
-  void step(std::span<float> p, std::span<const float> g, double lr) override {
-    DP_CHECK(int64_t(p.size()) == n_ && g.size() == p.size(), "buffer sizes differ");
-    ++steps_;
-    k_.adamw_update(p.data(), g.data(), state_.data(), state_.data() + n_, n_, float(lr), float(spec_.beta1),
-                    float(spec_.beta2), float(spec_.eps), float(spec_.weight_decay), steps_);
+  void update_range(float* p, const float* g, int64_t at, int64_t count, double lr) override {
+    DP_CHECK(at >= 0 && at + count <= state_count_, "state range out of bounds");
+    float* m = state_.data() + at;
+    float* v = state_.data() + state_count_ + at;
+    k_.adamw_update(p, g, m, v, count, float(lr), float(spec_.beta1), float(spec_.beta2), float(spec_.eps),
+                    float(spec_.weight_decay), steps_);
   }
 
  private:
   OptimSection spec_;
-  int64_t n_;
 };
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimSection& spec, int64_t param_count, const Kernels& k) {
-  if (spec.name == "sgd") return std::make_unique<Sgd>(spec, param_count, k);
-  if (spec.name == "adamw") return std::make_unique<AdamW>(spec, param_count, k);
+std::unique_ptr<Optimizer> make_optimizer(const OptimSection& spec, int64_t state_count, const Kernels& k) {
+  if (spec.name == "sgd") return std::make_unique<Sgd>(spec, state_count, k);
+  if (spec.name == "adamw") return std::make_unique<AdamW>(spec, state_count, k);
   throw JobError("[optim] name", "unknown optimizer '" + spec.name + "'", "valid: sgd, adamw");
 }
 

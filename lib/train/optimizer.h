@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/kernel_table.h"
+#include "lib/core/error.h"
 #include "lib/job/job.h"
 #include "models/buffer.h"
 
@@ -17,25 +18,47 @@ namespace dp {
 
 class Optimizer {
  public:
-  Optimizer(const Kernels& k, size_t state_count) : k_(k), state_(k, state_count) { state_.zero(); }
+  // `slots` state values per element (1 for SGD's velocity, 2 for AdamW's moments), for `state_count`
+  // elements: all parameters, or only the shards this rank updates (MRA's sharded update). State is slot
+  // major: slot s of element i at state()[s * state_count + i].
+  Optimizer(const Kernels& k, int slots, int64_t state_count)
+      : k_(k), state_(k, size_t(slots) * size_t(state_count)), slots_(slots), state_count_(state_count) {
+    state_.zero();
+  }
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
-  // One update of all parameters with learning rate lr.
-  virtual void step(std::span<float> params, std::span<const float> grads, double lr) = 0;
+
+  // One update of all state_count parameters with learning rate lr.
+  void step(std::span<float> params, std::span<const float> grads, double lr) {
+    DP_CHECK(int64_t(params.size()) == state_count_ && grads.size() == params.size(), "buffer sizes differ");
+    begin_step();
+    update_range(params.data(), grads.data(), 0, state_count_, lr);
+  }
+  // A step in pieces (sharded updates): begin_step() once, then update_range for every range this rank
+  // owns; a range's state starts at element state_offset. Ranges of one step may run on another thread.
+  void begin_step() { ++steps_; }
+  virtual void update_range(float* params, const float* grads, int64_t state_offset, int64_t count,
+                            double lr) = 0;
+
   // Everything a checkpoint must hold to continue exactly: the state buffer and the step count.
   std::span<float> state() { return state_.span(); }  // in the backend's memory
   std::vector<float> state_to_host() const { return state_.to_host(); }
   void state_from_host(std::span<const float> host) { state_.upload(host); }
+  int64_t state_count() const { return state_count_; }
+  int slots() const { return slots_; }
   int64_t steps_taken() const { return steps_; }
   void set_steps_taken(int64_t s) { steps_ = s; }
 
  protected:
   const Kernels& k_;
   Buffer<float> state_;
+  int slots_;
+  int64_t state_count_;
   int64_t steps_ = 0;
 };
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimSection& spec, int64_t param_count,
+// An optimizer whose state covers `state_count` parameters (see Optimizer).
+std::unique_ptr<Optimizer> make_optimizer(const OptimSection& spec, int64_t state_count,
                                           const Kernels& k = cpu_kernels());
 
 // Learning rate for 0-based step `step` of `total_steps`: linear warmup over warmup_steps (from lr/warmup

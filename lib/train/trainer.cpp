@@ -20,6 +20,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/progress.h"
+#include "lib/train/step_update.h"
 #include "lib/train/run_dir.h"
 #include "models/model.h"
 
@@ -36,7 +37,6 @@ struct Setup {
   RunDir dir;
   DatasetSplits data;
   std::unique_ptr<Model> model;
-  std::unique_ptr<Optimizer> optimizer;
   std::optional<Checkpoint> resume_from;
   int64_t steps_per_epoch = 0, total_steps = 0;
 };
@@ -50,14 +50,14 @@ Device choose_device(const Job& job) {
   return device;
 }
 
-// Builds the model and optimizer on `kernels` (the CPU's when the caller only checks the inputs).
+// Builds the model on `kernels` (the CPU's when the caller only checks the inputs) and checks the rest.
 Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels) {
   Setup s;
   s.dir.root = opts.out_dir.empty() ? job.output_dir() : opts.out_dir;
   check_run_dir(s.dir, opts.resume, opts.force);
   s.data = load_dataset(job.data, job.job.seed);
   s.model = make_model(job.model, s.data.train.shape(), job.job.seed, kernels);
-  s.optimizer = make_optimizer(job.optim, int64_t(s.model->params().size()), kernels);
+  const auto optimizer = make_optimizer(job.optim, 0);  // its name and state slots, for the checks
   s.steps_per_epoch = steps_per_epoch(s.data.train.count, job.train.global_batch);
   s.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * s.steps_per_epoch;
   if (opts.resume) {
@@ -70,9 +70,10 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
       throw CheckpointError(*path, fmt::format("checkpoint was written by a different model ({} parameters; "
                                                "the job's model is {})", c.params.size(), s.model->describe()),
                             "resume with the job that wrote it, or start a new run with --out");
-    if (c.optimizer != s.optimizer->name() || c.optimizer_state.size() != s.optimizer->state().size())
+    if (c.optimizer != optimizer->name() ||
+        c.optimizer_state.size() != size_t(optimizer->slots()) * s.model->params().size())
       throw CheckpointError(*path, fmt::format("checkpoint holds '{}' optimizer state; the job uses '{}'",
-                                               c.optimizer, s.optimizer->name()),
+                                               c.optimizer, optimizer->name()),
                             "set [optim] name to the optimizer of the checkpointed run");
     s.resume_from = std::move(c);
   }
@@ -144,11 +145,13 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
   Setup s = build_setup(job, opts, *kernels);
 
   Model& model = *s.model;
-  Optimizer& opt = *s.optimizer;
+  StepUpdate update(job, comm, model, std::move(nccl));
+  const auto optimizer = make_optimizer(job.optim, update.state_count(), *kernels);
+  Optimizer& opt = *optimizer;
   int64_t step = 0;  // steps completed
   if (s.resume_from) {
     model.params_from_host(s.resume_from->params);
-    opt.state_from_host(s.resume_from->optimizer_state);
+    update.load_state(opt, s.resume_from->optimizer_state);
     opt.set_steps_taken(s.resume_from->optimizer_steps);
     step = s.resume_from->step;
   }
@@ -164,6 +167,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
                                device.kind == "cuda" ? ", " + job.train.precision + " GEMMs" : std::string(),
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
+    progress->note("gradients: " + update.describe());
     if (s.data.train.context > 0)
       progress->note(fmt::format("text: {} characters of vocabulary, {} train and {} validation windows of {}; "
                                  "character-bigram entropy {:.4f} nats per character",
@@ -195,28 +199,19 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     const std::vector<int64_t> shares = equal_shares(batch, world);
     const auto mine = rank_indices(permutation, job.train.global_batch, in_epoch, shares, comm.rank());
 
-    // Compute: gather, forward, backward. Gradients come out pre-divided by the global batch's loss terms.
+    // Compute: gather, forward, backward (under MRA, finished buckets are already being summed and
+    // applied meanwhile). Gradients come out pre-divided by the global batch's loss terms.
+    const double lr = learning_rate(job.optim, step, s.total_steps);
+    update.begin(opt, lr);
     const auto t0 = Clock::now();
     const double terms = double(batch * terms_per_sample);
     const StepStats local = model.forward_backward(gather_batch(train_set, mine, buffer), float(1.0 / terms));
     kernels->synchronize();  // GPU work is asynchronous: time the backward, not its launch
     const auto t1 = Clock::now();
-    // Wait for the slowest rank, then sum gradients and loss over ranks.
+    // Sum the gradients and update (the rest of it, under MRA), then the loss statistics.
+    const SyncTimes sync = update.finish();
     double sums[2] = {local.loss_sum, double(local.correct)};
-    auto t2 = t1, t3 = t1;
-    if (world > 1) {
-      comm.barrier();
-      t2 = Clock::now();
-      if (nccl)
-        nccl->allreduce_sum(model.grads());
-      else
-        comm.allreduce_sum(model.grads());
-      comm.allreduce_sum(std::span<double>(sums, 2));
-      t3 = Clock::now();
-    }
-    const double lr = learning_rate(job.optim, step, s.total_steps);
-    opt.step(model.params(), model.grads(), lr);
-    kernels->synchronize();
+    if (world > 1) comm.allreduce_sum(std::span<double>(sums, 2));
     const auto t4 = Clock::now();
     ++step;
 
@@ -225,8 +220,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     trained_samples += batch;
     last_loss = sums[0] / terms;
     result.losses.push_back(last_loss);
-    const StepTimes times{ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, t3), ms_between(t3, t4),
-                          int64_t(mine.size())};
+    const StepTimes times{ms_between(t0, t1), sync.wait_ms, sync.comm_ms, sync.update_ms, int64_t(mine.size())};
     const bool epoch_end = step % s.steps_per_epoch == 0;
     if (step % job.log.every == 0 || step == stop) {
       const auto all = comm.allgather_value(times);
@@ -250,12 +244,15 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
                          : fmt::format("step {} epoch {}: test loss {:.4f}, test accuracy {:.4f}", step, epoch,
                                        last_eval->test_loss, last_eval->test_accuracy));
     }
-    if (leader && job.checkpoint.enabled && (ckpt_due || last)) {
-      metrics->flush();
-      write_checkpoint(checkpoint_path(s.dir.checkpoints(), step),
-                       {model.fingerprint(), opt.name(), step, opt.steps_taken(), model.params_to_host(),
-                        opt.state_to_host()});
-      prune_checkpoints(s.dir.checkpoints(), job.checkpoint.keep);
+    if (job.checkpoint.enabled && (ckpt_due || last)) {
+      std::vector<float> state = update.full_state(opt);  // collective: sharded state comes together
+      if (leader) {
+        metrics->flush();
+        write_checkpoint(checkpoint_path(s.dir.checkpoints(), step),
+                         {model.fingerprint(), opt.name(), step, opt.steps_taken(), model.params_to_host(),
+                          std::move(state)});
+        prune_checkpoints(s.dir.checkpoints(), job.checkpoint.keep);
+      }
     }
     if (eval_due || ckpt_due || last) comm.barrier();
   }

@@ -1,0 +1,121 @@
+// `dptrain profile --collectives`: the allreduce of every algorithm over a range of sizes on this launch,
+// printed as nccl-tests prints it (size, count, time, algbw, busbw, #wrong, out of place and in place),
+// or as JSON lines. Outside an MPI job it relaunches itself under mpirun like `run`.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string_view>
+
+#include "apps/dptrain/commands.h"
+#include "lib/comm/collective_bench.h"
+#include "lib/comm/communicator.h"
+#include "lib/core/error.h"
+#include "lib/job/job.h"
+#include "lib/launch/launcher.h"
+
+namespace dp::app {
+namespace {
+
+LaunchSection launch_of(const ProfileCommand& cmd) {
+  LaunchSection launch;
+  if (!cmd.job_path.empty()) launch = load_job(cmd.job_path, {}).launch;
+  if (cmd.ranks > 0) launch.ranks = cmd.ranks;
+  return launch;
+}
+
+void check(const ProfileCommand& cmd) {
+  if (!cmd.collectives)
+    throw UsageError("profile", "nothing to profile", "give --collectives (the only measurement so far)");
+  if (cmd.min_bytes < 4 || cmd.max_bytes < cmd.min_bytes)
+    throw UsageError("profile", fmt::format("--min-bytes {} --max-bytes {}: need 4 <= min <= max", cmd.min_bytes,
+                                            cmd.max_bytes), "for example --min-bytes 8 --max-bytes 268435456");
+  if (cmd.factor < 2) throw UsageError("profile --factor", "must be at least 2", "sizes grow by this factor");
+  for (const std::string& a : cmd.algorithms) (void)parse_collective_algorithm(a);
+}
+
+std::string row_json(const CollectiveBenchResult& r, std::string_view algorithm, int ranks, bool in_place) {
+  return fmt::format(R"({{"algorithm": "{}", "in_place": {}, "bytes": {}, "count": {}, "ranks": {}, "time_us": {:.3f}, )"
+                     R"("algbw": {:.4f}, "busbw": {:.4f}, "wrong": {}}})",
+                     algorithm, in_place, r.bytes, r.count, ranks, r.time_us, r.algbw, r.busbw, r.wrong);
+}
+
+int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
+  MpiRuntime mpi(process.argc, process.argv);
+  auto world = mpi_world();
+  const bool leader = world->rank() == 0;
+  const int n = world->size();
+  if (leader && !cmd.json) {
+    std::printf("# dptrain profile --collectives: allreduce (sum) of float32 on %d rank(s), host %s\n", n,
+                world->host().c_str());
+    std::printf("# busbw = algbw * 2(n-1)/n; #wrong counts elements that differ from the exact sum\n");
+    std::printf("#%11s %12s %9s | %s | %s\n", "size", "count", "algorithm",
+                "out-of-place: time(us) algbw(GB/s) busbw(GB/s) #wrong",
+                "in-place: time(us) algbw busbw #wrong");
+  }
+  std::map<std::string, double> busbw_sum;  // over sizes, for the averages
+  std::map<std::string, int> rows;
+  int64_t wrong_total = 0;
+  for (int64_t bytes = cmd.min_bytes; bytes <= cmd.max_bytes; bytes *= cmd.factor) {
+    std::map<std::string, double> busbw_here;
+    for (const std::string& name : cmd.algorithms) {
+      CollectiveBenchConfig cfg;
+      cfg.algorithm = parse_collective_algorithm(name);
+      cfg.bytes = size_t(bytes);
+      // Fewer repetitions for large buffers: about 1 GB moved per measurement, between 3 and `iters`.
+      const int64_t by_volume = (int64_t(1) << 30) / bytes;
+      cfg.iterations = int(std::clamp<int64_t>(by_volume, std::min(3, cmd.iterations), cmd.iterations));
+      cfg.warmup = std::min(cmd.warmup, cfg.iterations);
+      cfg.in_place = false;
+      const CollectiveBenchResult out = bench_allreduce(*world, cfg);
+      cfg.in_place = true;
+      const CollectiveBenchResult in = bench_allreduce(*world, cfg);
+      wrong_total += out.wrong + in.wrong;
+      busbw_sum[name] += out.busbw;
+      rows[name]++;
+      busbw_here[name] = out.busbw;
+      if (!leader) continue;
+      if (cmd.json) {
+        std::printf("%s\n%s\n", row_json(out, name, n, false).c_str(), row_json(in, name, n, true).c_str());
+      } else {
+        std::printf(" %11zu %12zu %9s | %11.2f %8.3f %8.3f %6lld | %11.2f %8.3f %8.3f %6lld\n", out.bytes, out.count,
+                    name.c_str(), out.time_us, out.algbw, out.busbw, (long long)out.wrong, in.time_us, in.algbw,
+                    in.busbw, (long long)in.wrong);
+      }
+    }
+    if (leader && !cmd.json && busbw_here.count("ring") && busbw_here.count("native") && busbw_here["native"] > 0)
+      std::printf(" %11s %12s %9s   ring/native busbw %.2fx\n", "", "", "", busbw_here["ring"] / busbw_here["native"]);
+    std::fflush(stdout);
+  }
+  if (leader && !cmd.json) {
+    for (const auto& [name, sum] : busbw_sum)
+      std::printf("# %s: average busbw %.3f GB/s over %d sizes\n", name.c_str(), sum / rows[name], rows[name]);
+    std::printf("# wrong elements: %lld\n", (long long)wrong_total);
+  }
+  return wrong_total == 0 ? 0 : 1;
+}
+
+int launch(const ProfileCommand& cmd, ProcessArgs process) {
+  const LaunchSection launch = launch_of(cmd);
+  std::vector<std::string> self_args;
+  for (int i = 1; i < *process.argc; ++i)
+    if (std::string_view((*process.argv)[i]) != "--dry-run") self_args.emplace_back((*process.argv)[i]);
+  const auto argv = mpirun_command(launch, this_host(), self_args);
+  if (cmd.dry_run) {
+    std::printf("%s\n", shell_line(argv).c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "dptrain: running %s\n", shell_line(argv).c_str());
+  return run_and_wait(argv);
+}
+
+}  // namespace
+
+int cmd_profile(const ProfileCommand& cmd, ProcessArgs process) {
+  check(cmd);
+  if (!cmd.dry_run && inside_mpi_job([](const char* v) { return std::getenv(v); })) return profile_rank(cmd, process);
+  return launch(cmd, process);
+}
+
+}  // namespace dp::app

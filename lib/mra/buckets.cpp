@@ -1,0 +1,36 @@
+// MRA's bucket plan: layers grouped from the end of the parameter buffer to its start.
+#include <fmt/format.h>
+
+#include "lib/core/error.h"
+#include "lib/mra/mra.h"
+
+namespace dp {
+
+std::vector<ParamRange> plan_buckets(const std::vector<ParamRange>& layers, int64_t total, int64_t bucket_bytes,
+                                     int64_t first_bucket_bytes) {
+  DP_CHECK(bucket_bytes > 0 && first_bucket_bytes > 0, "bucket sizes must be positive");
+  int64_t expected = 0;
+  for (const ParamRange& l : layers) {
+    if (l.count == 0) continue;
+    DP_CHECK(l.offset == expected, fmt::format("layer ranges must tile the buffer: {} where {} was expected",
+                                               l.offset, expected));
+    expected = l.end();
+  }
+  DP_CHECK(expected == total, fmt::format("layers cover {} of {} parameters", expected, total));
+
+  std::vector<ParamRange> buckets;
+  int64_t end = total;  // the open bucket is [begin, end)
+  int64_t target = first_bucket_bytes / int64_t(sizeof(float));
+  for (size_t i = layers.size(); i-- > 0;) {
+    const ParamRange& l = layers[i];
+    if (l.count == 0) continue;
+    if (end - l.offset >= target || l.offset == 0) {
+      buckets.push_back({l.offset, end - l.offset});
+      end = l.offset;
+      target = bucket_bytes / int64_t(sizeof(float));
+    }
+  }
+  return buckets;
+}
+
+}  // namespace dp

@@ -1,0 +1,82 @@
+// Gradient synchronisation and the parameter update of data parallelism, after backward or fused with it.
+//
+//   plain ("native" | "ring"): after backward, every layer's gradients are summed over the ranks with one
+//       allreduce each (the transport's own, or dptrain's ring), then every rank updates all parameters.
+//   MRA ("mra", the seed's fused Ring-Allreduce): gradients are grouped into buckets in the order backward
+//       produces them (the last layers first; the first bucket smaller so that communication starts
+//       early). As soon as backward has finished a bucket it is reduce-scattered, each rank updates its
+//       shard of it (optimizer state exists only for that shard), and the updated shard is all-gathered:
+//       reduce-scatter, update and all-gather run on a communication thread while backward continues
+//       (overlap), so a step ends with only the first layers' bucket still in flight.
+//
+// Pure data in, a plan out (plan_buckets), and one object per run that the trainer drives each step:
+// begin_step, the model's gradients-ready hook, finish_step. Communication uses a communicator of its own
+// (split from the one given), so it never interleaves with the trainer's collectives.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/comm/communicator.h"
+
+namespace dp {
+
+// [parallel.comm] of the job.
+struct GradSyncOptions {
+  std::string algorithm = "mra";       // "native" | "ring" | "mra"
+  int64_t bucket_bytes = 25'000'000;   // MRA bucket size (fp32 gradients)
+  int64_t first_bucket_bytes = 1'000'000;
+  bool overlap = true;                 // MRA: communicate on a thread while backward runs
+  bool sharded_update = true;          // MRA: update (and keep optimizer state for) this rank's shard only
+};
+
+// A contiguous range of the flat parameter (and gradient) buffer: one layer's, or one bucket's.
+struct ParamRange {
+  int64_t offset = 0, count = 0;
+  int64_t end() const { return offset + count; }
+  bool operator==(const ParamRange&) const = default;
+};
+
+// Buckets over `layers` (their parameter ranges, in forward order, together covering [0, total)), in the
+// order backward completes them: from the end of the buffer to its start. Layers are not split; a bucket
+// closes once it holds at least its target (first_bucket_bytes for the first, bucket_bytes after).
+std::vector<ParamRange> plan_buckets(const std::vector<ParamRange>& layers, int64_t total,
+                                     int64_t bucket_bytes, int64_t first_bucket_bytes);
+
+// Applies the optimizer to params[0, count) with grads[0, count), whose state starts at state_offset.
+using Updater = std::function<void(float* params, const float* grads, int64_t state_offset, int64_t count)>;
+
+struct SyncTimes {
+  double wait_ms = 0;    // plain: waiting for the slowest rank before communicating
+  double comm_ms = 0;    // communication the step waited for (for MRA: finish_step's wall time)
+  double update_ms = 0;  // time in the updater (for MRA, on the communication thread, mostly hidden)
+};
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  virtual std::string describe() const = 0;
+  // Parameters whose optimizer state this rank keeps: all of them, or its shards (sharded MRA).
+  virtual int64_t state_count() const = 0;
+  // Before the step's forward/backward; `update` is called for every range this rank updates.
+  virtual void begin_step(Updater update) = 0;
+  // The model's gradients-ready hook (Model::on_gradients_ready).
+  virtual void gradients_ready(int64_t offset) = 0;
+  // After backward: completes the sums and the update. On return every rank holds the same parameters.
+  virtual SyncTimes finish_step() = 0;
+  // Checkpoints. Collective: every rank calls it. This rank's optimizer state (slot major over
+  // state_count()) to the whole state (slot major over all parameters), and back.
+  virtual std::vector<float> full_state(std::span<const float> mine, int slots) = 0;
+  virtual std::vector<float> my_state(std::span<const float> full, int slots) const = 0;
+};
+
+// params, grads: the model's flat buffers (host memory); layers: its parameter ranges in forward order.
+std::unique_ptr<GradientSync> make_gradient_sync(const GradSyncOptions& options, Communicator& comm,
+                                                 std::span<float> params, std::span<float> grads,
+                                                 const std::vector<ParamRange>& layers);
+
+}  // namespace dp

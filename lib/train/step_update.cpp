@@ -1,0 +1,91 @@
+// StepUpdate: lib/mra's GradientSync on CPU ranks, barrier + NCCL (or MPI) sums + full update on GPU ranks.
+#include "lib/train/step_update.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace dp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+}  // namespace
+
+GradSyncOptions grad_sync_options(const CommSection& c) {
+  GradSyncOptions o;
+  o.algorithm = c.algorithm;
+  o.bucket_bytes = int64_t(c.bucket_mb * 1e6);
+  o.first_bucket_bytes = int64_t(c.first_bucket_mb * 1e6);
+  o.overlap = c.overlap;
+  o.sharded_update = c.sharded_update;
+  return o;
+}
+
+StepUpdate::StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<NcclGroup> nccl)
+    : comm_(comm), model_(model), nccl_(std::move(nccl)) {
+  if (!model.kernels().host_memory) return;  // GPU ranks: gradients stay on the devices
+  std::vector<ParamRange> layers;
+  for (const LayerInfo& l : model.layers()) layers.push_back({l.param_offset, l.param_count});
+  sync_ = make_gradient_sync(grad_sync_options(job.parallel.comm), comm, model.params(), model.grads(), layers);
+  model.on_gradients_ready([this](int64_t offset) { sync_->gradients_ready(offset); });
+}
+
+StepUpdate::~StepUpdate() { model_.on_gradients_ready(nullptr); }
+
+std::string StepUpdate::describe() const {
+  if (sync_) return sync_->describe();
+  return nccl_ ? "GPU data parallelism: " + nccl_->version() + " allreduce of all gradients after backward"
+               : "one GPU";
+}
+
+int64_t StepUpdate::state_count() const {
+  return sync_ ? sync_->state_count() : int64_t(model_.params().size());
+}
+
+void StepUpdate::begin(Optimizer& opt, double lr) {
+  opt_ = &opt;
+  lr_ = lr;
+  opt.begin_step();
+  if (sync_)
+    sync_->begin_step([&opt, lr](float* p, const float* g, int64_t at, int64_t count) {
+      opt.update_range(p, g, at, count, lr);
+    });
+}
+
+SyncTimes StepUpdate::finish() {
+  if (sync_) return sync_->finish_step();
+  SyncTimes t;
+  const auto t0 = Clock::now();
+  auto t1 = t0;
+  if (comm_.size() > 1) {
+    comm_.barrier();
+    t1 = Clock::now();
+    if (nccl_)
+      nccl_->allreduce_sum(model_.grads());
+    else
+      comm_.allreduce_sum(model_.grads());
+  }
+  const auto t2 = Clock::now();
+  opt_->update_range(model_.params().data(), model_.grads().data(), 0, int64_t(model_.params().size()), lr_);
+  model_.kernels().synchronize();
+  t.wait_ms = ms_since(t0, t1);
+  t.comm_ms = ms_since(t1, t2);
+  t.update_ms = ms_since(t2, Clock::now());
+  return t;
+}
+
+std::vector<float> StepUpdate::full_state(const Optimizer& opt) {
+  const std::vector<float> mine = opt.state_to_host();
+  return sync_ ? sync_->full_state(mine, opt.slots()) : mine;
+}
+
+void StepUpdate::load_state(Optimizer& opt, std::span<const float> full) {
+  if (sync_)
+    opt.state_from_host(sync_->my_state(full, opt.slots()));
+  else
+    opt.state_from_host(full);
+}
+
+}  // namespace dp

@@ -1,0 +1,48 @@
+// How a step's gradients become the same parameter update on every rank: lib/mra on CPU ranks (plain
+// data parallelism or MRA, as [parallel.comm] says), NCCL sums on GPU ranks. The trainer drives it the
+// same way either way: begin (before forward/backward), then finish (after).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/comm/communicator.h"
+#include "lib/comm/nccl/nccl_group.h"
+#include "lib/job/job.h"
+#include "lib/mra/mra.h"
+#include "lib/train/optimizer.h"
+#include "models/model.h"
+
+namespace dp {
+
+class StepUpdate {
+ public:
+  // nccl: the GPU ranks' group (nullptr on the CPU, or for a single GPU rank).
+  StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<NcclGroup> nccl);
+  ~StepUpdate();
+
+  std::string describe() const;
+  // Parameters whose optimizer state this rank keeps (all, or its shards under sharded MRA).
+  int64_t state_count() const;
+  // Before forward/backward: the update of this step will apply `opt` with learning rate lr.
+  void begin(Optimizer& opt, double lr);
+  // After forward/backward: on return the parameters are updated identically on every rank.
+  SyncTimes finish();
+  // Checkpoints (collective): this rank's optimizer state <-> the whole state.
+  std::vector<float> full_state(const Optimizer& opt);
+  void load_state(Optimizer& opt, std::span<const float> full);
+
+ private:
+  Communicator& comm_;
+  Model& model_;
+  std::unique_ptr<NcclGroup> nccl_;
+  std::unique_ptr<GradientSync> sync_;  // CPU ranks
+  Optimizer* opt_ = nullptr;
+  double lr_ = 0;
+};
+
+GradSyncOptions grad_sync_options(const CommSection& comm);
+
+}  // namespace dp

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# MRA against plain data parallelism, side by side: the same job run with [parallel.comm] algorithm =
+# "native" (after backward, one MPI_Allreduce per layer, full AdamW update on every rank) and "mra"
+# (bucketed ring reduce-scatter overlapping backward, sharded update, all-gather), interleaved, on a
+# communication-heavy model (configs/comm_heavy.toml) and a compute-heavy one (configs/cnn.toml), with 2
+# and 4 ranks. Step times come from each run's metrics.jsonl (every step logged): the median and the
+# best step, and where the time goes (per step, the slowest rank's compute, wait, exposed communication,
+# update). Not a test: it prints numbers and asserts nothing. It builds nothing.
+#
+# Usage: tests/bench/mra_vs_plain.sh [DPTRAIN_BINARY]        (default: build/dptrain)
+# Environment: REPS [3] interleaved repetitions; STEPS [60] steps per run (the first 10 are not counted);
+#              RANKS ["2 4"]; MODELS ["comm_heavy cnn"]; THREADS [1] compute threads per rank;
+#              EXTRA [""] more --set arguments for every run (e.g. "parallel.comm.overlap=false").
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root"
+bin=${1:-build/dptrain}
+REPS=${REPS:-3} STEPS=${STEPS:-60} RANKS=${RANKS:-2 4} MODELS=${MODELS:-comm_heavy cnn} THREADS=${THREADS:-1}
+EXTRA=${EXTRA:-}
+[[ -x $bin ]] || { echo "mra_vs_plain: no dptrain binary at '$bin'" >&2; exit 2; }
+work=$(mktemp -d /tmp/mra_vs_plain.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+extra=()
+for kv in $EXTRA; do extra+=(--set "$kv"); done
+for model in $MODELS; do
+  for ranks in $RANKS; do
+    for ((i = 1; i <= REPS; i++)); do
+      for alg in native mra; do
+        echo "  $model, $ranks ranks, $alg [$i/$REPS]" >&2
+        "$bin" run "configs/$model.toml" --out "$work/$model.$ranks.$alg.$i" --force \
+          --set launch.ranks="$ranks" --set train.threads="$THREADS" --set train.steps="$STEPS" \
+          --set parallel.comm.algorithm="$alg" --set log.every=1 --set log.progress=none \
+          --set train.eval_every=1000000 --set checkpoint.enabled=false "${extra[@]}" \
+          >"$work/$model.$ranks.$alg.$i.log" 2>&1 || { cat "$work/$model.$ranks.$alg.$i.log" >&2; exit 1; }
+      done
+    done
+  done
+done
+
+python3 - "$work" "$REPS" "$MODELS" "$RANKS" <<'PY'
+import json, statistics, sys
+work, reps, models, ranks_list = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+
+def steps(path):
+    """Per step: (step ms, slowest rank's compute, wait, comm, update) for steps after the first 10."""
+    by_step = {}
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("kind") != "train" or r["step"] <= 10: continue
+        by_step.setdefault(r["step"], []).append(r)
+    out = []
+    for rows in by_step.values():
+        batch = sum(r["local_batch"] for r in rows)
+        step_ms = 1000.0 * batch / rows[0]["samples_per_sec"]
+        out.append((step_ms, *(max(r[k] for r in rows) for k in ("compute_ms", "wait_ms", "comm_ms", "update_ms"))))
+    return out
+
+print(f"{'model':<11} {'ranks':>5} {'algorithm':<9} {'step ms':>8} {'best':>7} {'compute':>8} {'wait':>6} {'comm':>7} "
+      f"{'update':>7}   (medians over {reps} runs x steps 11+; comm = exposed; MRA's update runs on the comm thread)")
+for model in models:
+    for ranks in ranks_list:
+        med = {}
+        for alg in ("native", "mra"):
+            rows = [s for i in range(1, reps + 1) for s in steps(f"{work}/{model}.{ranks}.{alg}.{i}/metrics.jsonl")]
+            cols = [statistics.median(c) for c in zip(*rows)]
+            best = min(r[0] for r in rows)
+            med[alg] = (cols[0], best)
+            print(f"{model:<11} {ranks:>5} {alg:<9} {cols[0]:8.2f} {best:7.2f} {cols[1]:8.2f} {cols[2]:6.2f} {cols[3]:7.2f} {cols[4]:7.2f}")
+        print(f"{'':<11} {'':>5} MRA speedup: {med['native'][0] / med['mra'][0]:.2f}x on median steps, "
+              f"{med['native'][1] / med['mra'][1]:.2f}x on best steps")
+PY
