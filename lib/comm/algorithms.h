@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -16,15 +17,19 @@ namespace dp::algo {
 
 template <class T>
 void native_allreduce(Communicator& comm, std::span<const T> in, std::span<T> out);
+// on_piece (may be empty): CollectiveOptions::on_shard_piece.
+using ShardPiece = std::function<void(size_t offset, size_t count)>;
 template <class T>
-void native_reduce_scatter(Communicator& comm, std::span<const T> in, std::span<T> shard);
+void native_reduce_scatter(Communicator& comm, std::span<const T> in, std::span<T> shard,
+                           const ShardPiece& on_piece);
 template <class T>
 void native_allgather(Communicator& comm, std::span<T> data);
 
 template <class T>
 void ring_allreduce(Communicator& comm, std::span<const T> in, std::span<T> out, size_t segment_bytes);
 template <class T>
-void ring_reduce_scatter(Communicator& comm, std::span<const T> in, std::span<T> shard, size_t segment_bytes);
+void ring_reduce_scatter(Communicator& comm, std::span<const T> in, std::span<T> shard, size_t segment_bytes,
+                         const ShardPiece& on_piece);
 template <class T>
 void ring_allgather(Communicator& comm, std::span<T> data, size_t segment_bytes);
 

@@ -29,7 +29,7 @@ CollectiveBenchResult bench_allreduce(Communicator& comm, const CollectiveBenchC
   CollectiveBenchResult result;
   result.count = config.bytes / sizeof(float);
   result.bytes = result.count * sizeof(float);
-  const CollectiveOptions options{config.algorithm, config.segment_bytes};
+  const CollectiveOptions options{config.algorithm, config.segment_bytes, {}};
 
   Memory in_memory = comm.allocate(result.bytes);
   Memory out_memory = config.in_place ? Memory() : comm.allocate(result.bytes);

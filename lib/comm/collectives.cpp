@@ -46,8 +46,9 @@ void reduce_scatter_impl(Communicator& comm, std::span<const T> in, std::span<T>
                !overlap(in.data(), in.size(), static_cast<const T*>(shard.data()), shard.size()),
            "reduce_scatter: the shard overlaps the input other than as its own shard");
   switch (o.algorithm) {
-    case CollectiveAlgorithm::native: return algo::native_reduce_scatter(comm, in, shard);
-    case CollectiveAlgorithm::ring: return algo::ring_reduce_scatter(comm, in, shard, o.segment_bytes);
+    case CollectiveAlgorithm::native: return algo::native_reduce_scatter(comm, in, shard, o.on_shard_piece);
+    case CollectiveAlgorithm::ring:
+      return algo::ring_reduce_scatter(comm, in, shard, o.segment_bytes, o.on_shard_piece);
   }
   unknown_algorithm(o.algorithm);
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +43,11 @@ struct CollectiveOptions {
   // Ring algorithms move each chunk in messages of at most this many bytes, reducing one while the next
   // is in flight (ignored by native).
   size_t segment_bytes = kDefaultSegmentBytes;
+  // reduce_scatter only: called with (offset into the buffer, count) of each piece of this rank's shard as
+  // soon as that piece's sum is complete, covering the shard exactly once, in order. The ring calls it
+  // segment by segment, so a consumer (MRA's optimizer) works on sums still in cache while later
+  // segments are in flight; native calls it once at the end.
+  std::function<void(size_t offset, size_t count)> on_shard_piece;
 };
 
 // out = sum over ranks of in. in and out have the same size; they are the same buffer or do not overlap.

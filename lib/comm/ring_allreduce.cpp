@@ -10,7 +10,7 @@ template <class T>
 void ring_allreduce(Communicator& comm, std::span<const T> in, std::span<T> out, size_t segment_bytes) {
   const ShardRange mine = shard_range(in.size(), comm.size(), comm.rank());
   // Phase 1: reduce-scatter. Only this rank's shard of out is written; the rest of out is untouched.
-  ring_reduce_scatter(comm, in, out.subspan(mine.offset, mine.count), segment_bytes);
+  ring_reduce_scatter(comm, in, out.subspan(mine.offset, mine.count), segment_bytes, {});
   // Phase 2: all-gather. Every shard goes round the ring into everyone's out.
   ring_allgather(comm, out, segment_bytes);
 }

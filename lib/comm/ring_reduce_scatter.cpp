@@ -14,11 +14,15 @@ namespace dp::algo {
 
 template <class T>
 void ring_reduce_scatter(Communicator& comm, std::span<const T> in, std::span<T> shard,
-                         size_t segment_bytes) {
+                         size_t segment_bytes, const ShardPiece& on_piece) {
   const Ring ring(comm);
   const size_t count = in.size();
   const ShardRange mine = shard_range(count, ring.n, ring.rank);
-  if (ring.n == 1) return copy_elements(comm, shard.data(), in.data(), count);
+  if (ring.n == 1) {
+    copy_elements(comm, shard.data(), in.data(), count);
+    if (on_piece && count > 0) on_piece(0, count);
+    return;
+  }
   const size_t largest = shard_range(count, ring.n, 0).count;  // chunk 0 is a largest chunk
   const size_t max = std::min(segment_elements<T>(segment_bytes), std::max<size_t>(largest, 1));
   const size_t steps = size_t(ring.n) - 1;
@@ -64,6 +68,7 @@ void ring_reduce_scatter(Communicator& comm, std::span<const T> in, std::span<T>
     } else {
       // Last step: with this rank's input the sum is complete; it lands in this rank's shard.
       comm.reduce_add(shard.data() + (g.offset - mine.offset), partial, in.data() + g.offset, g.count);
+      if (on_piece && g.count > 0) on_piece(g.offset, g.count);  // while the sum is in cache
     }
     // Keep kAhead receives in flight.
     if (u + kAhead < units) post_recv(u + kAhead);
@@ -72,7 +77,9 @@ void ring_reduce_scatter(Communicator& comm, std::span<const T> in, std::span<T>
   wait_all(slot_send);
 }
 
-template void ring_reduce_scatter<float>(Communicator&, std::span<const float>, std::span<float>, size_t);
-template void ring_reduce_scatter<double>(Communicator&, std::span<const double>, std::span<double>, size_t);
+template void ring_reduce_scatter<float>(Communicator&, std::span<const float>, std::span<float>, size_t,
+                                         const ShardPiece&);
+template void ring_reduce_scatter<double>(Communicator&, std::span<const double>, std::span<double>, size_t,
+                                          const ShardPiece&);
 
 }  // namespace dp::algo

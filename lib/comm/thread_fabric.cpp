@@ -39,22 +39,22 @@ std::shared_ptr<Message> Fabric::post(Group& g, const Message& m) {
     mine->matched = partner->matched = true;
   }
   // Second to arrive: copy outside the lock, then complete both sides.
-  transfer(m.is_send ? *mine : *partner, m.is_send ? *partner : *mine);
+  std::string error = transfer(m.is_send ? *mine : *partner, m.is_send ? *partner : *mine);
   {
     std::lock_guard lock(mu_);
+    mine->error = partner->error = error;
     mine->done = partner->done = true;
   }
   cv_.notify_all();
   return mine;
 }
 
-void Fabric::transfer(Message& send, Message& recv) {
-  if (send.bytes != recv.bytes) {
-    send.error = recv.error = "message of " + std::to_string(send.bytes) + " bytes where " +
-                              std::to_string(recv.bytes) + " were expected (" + describe(recv) + ")";
-    return;
-  }
+std::string Fabric::transfer(const Message& send, const Message& recv) {
+  if (send.bytes != recv.bytes)
+    return "message of " + std::to_string(send.bytes) + " bytes where " + std::to_string(recv.bytes) +
+           " were expected (" + describe(recv) + ")";
   if (send.bytes) std::memcpy(recv.recv, send.send, send.bytes);
+  return {};
 }
 
 void Fabric::wait(Message& m) {
@@ -71,7 +71,7 @@ void Fabric::wait(Message& m) {
 
 bool Fabric::test(Message& m) {
   std::lock_guard lock(mu_);
-  if (!m.error.empty() || (aborted_ && !m.done)) throw_failure_locked(m);
+  if (m.done ? !m.error.empty() : aborted_) throw_failure_locked(m);
   return m.done;
 }
 

@@ -18,7 +18,7 @@
 
 namespace dp::threads {
 
-// One posted send or receive. Fields after `thread` are guarded by the fabric's lock.
+// One posted send or receive. The fields after `thread` are guarded by the fabric's lock.
 struct Message {
   bool is_send = false;
   const std::byte* send = nullptr;  // is_send: the data
@@ -67,7 +67,7 @@ class Fabric {
   std::shared_ptr<Group> join_split(Group& parent, int64_t seq, int color, int members);
 
  private:
-  static void transfer(Message& send, Message& recv);
+  static std::string transfer(const Message& send, const Message& recv);  // "" or what went wrong
   void abort_locked(const std::string& reason);
   void check_deadlock_locked();
   void note_caller_locked(const Message& m);

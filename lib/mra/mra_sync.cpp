@@ -105,20 +105,30 @@ class MraSync final : public GradientSync {
   }
 
  private:
-  // One bucket: sum its gradients, update this rank's part, and share the updated parameters.
+  // One bucket: sum its gradients, update this rank's part, and share the updated parameters. Sharded, the
+  // update is fused into the reduce-scatter: each segment of the shard is updated as soon as its sum is
+  // complete, while the gradients are still in cache and the next segment is in flight.
   void process(size_t b) {
     const ParamRange bucket = buckets_[b], shard = shards_[b];
     auto grads = grads_.subspan(size_t(bucket.offset), size_t(bucket.count));
     auto params = params_.subspan(size_t(bucket.offset), size_t(bucket.count));
-    const CollectiveOptions ring{.algorithm = CollectiveAlgorithm::ring};
-    if (options_.sharded_update)
-      reduce_scatter(*comm_, grads, ring);  // this rank's shard of the bucket now holds the sum
-    else
+    double ms = 0;
+    auto update = [&](int64_t offset, int64_t count) {  // offset relative to the bucket
+      const auto t0 = sync_clock::now();
+      update_(params.data() + offset, grads.data() + offset, state_offsets_[b] + (bucket.offset + offset - shard.offset),
+              count);
+      ms += ms_between(t0, sync_clock::now());
+    };
+    CollectiveOptions ring{CollectiveAlgorithm::ring, kDefaultSegmentBytes, {}};
+    if (options_.sharded_update) {
+      ring.on_shard_piece = [&](size_t offset, size_t count) { update(int64_t(offset), int64_t(count)); };
+      reduce_scatter(*comm_, grads, ring);
+      ring.on_shard_piece = nullptr;
+      allgather_shards(*comm_, params, ring);  // everyone's updated shards
+    } else {
       allreduce(*comm_, grads, ring);
-    const auto t0 = sync_clock::now();
-    update_(params_.data() + shard.offset, grads_.data() + shard.offset, state_offsets_[b], shard.count);
-    const double ms = ms_between(t0, sync_clock::now());
-    if (options_.sharded_update) allgather_shards(*comm_, params, ring);  // everyone's updated shards
+      update(0, bucket.count);
+    }
     std::lock_guard lock(mutex_);
     update_ms_ += ms;
   }

@@ -34,7 +34,7 @@ class PlainSync final : public GradientSync {
     if (comm_->size() > 1) {
       comm_->barrier();  // so that waiting for the slowest rank is not counted as communication
       t1 = sync_clock::now();
-      const CollectiveOptions options{.algorithm = algorithm_};
+      const CollectiveOptions options{algorithm_, kDefaultSegmentBytes, {}};
       for (const ParamRange& l : layers_)
         allreduce(*comm_, grads_.subspan(size_t(l.offset), size_t(l.count)), options);
     }

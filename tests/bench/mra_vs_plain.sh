@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # MRA against plain data parallelism, side by side: the same job run with [parallel.comm] algorithm =
-# "native" (after backward, one MPI_Allreduce per layer, full AdamW update on every rank) and "mra"
-# (bucketed ring reduce-scatter overlapping backward, sharded update, all-gather), interleaved, on a
+# "native" (after backward, one MPI_Allreduce per layer, full AdamW update on every rank), "mra"
+# (bucketed ring reduce-scatter overlapping backward on a communication thread, sharded update fused into
+# it, all-gather) and "mra-serial" (the same with overlap = false: buckets after backward, no thread),
+# interleaved, on a
 # communication-heavy model (configs/comm_heavy.toml) and a compute-heavy one (configs/cnn.toml), with 2
 # and 4 ranks. Step times come from each run's metrics.jsonl (every step logged): the median and the
 # best step, and where the time goes (per step, the slowest rank's compute, wait, exposed communication,
@@ -27,11 +29,14 @@ for kv in $EXTRA; do extra+=(--set "$kv"); done
 for model in $MODELS; do
   for ranks in $RANKS; do
     for ((i = 1; i <= REPS; i++)); do
-      for alg in native mra; do
+      for alg in native mra mra-serial; do
         echo "  $model, $ranks ranks, $alg [$i/$REPS]" >&2
+        overlap=true
+        [[ $alg == mra-serial ]] && overlap=false
         "$bin" run "configs/$model.toml" --out "$work/$model.$ranks.$alg.$i" --force \
           --set launch.ranks="$ranks" --set train.threads="$THREADS" --set train.steps="$STEPS" \
-          --set parallel.comm.algorithm="$alg" --set log.every=1 --set log.progress=none \
+          --set parallel.comm.algorithm="${alg%-serial}" --set parallel.comm.overlap=$overlap \
+          --set log.every=1 --set log.progress=none \
           --set train.eval_every=1000000 --set checkpoint.enabled=false "${extra[@]}" \
           >"$work/$model.$ranks.$alg.$i.log" 2>&1 || { cat "$work/$model.$ranks.$alg.$i.log" >&2; exit 1; }
       done
@@ -57,17 +62,18 @@ def steps(path):
         out.append((step_ms, *(max(r[k] for r in rows) for k in ("compute_ms", "wait_ms", "comm_ms", "update_ms"))))
     return out
 
-print(f"{'model':<11} {'ranks':>5} {'algorithm':<9} {'step ms':>8} {'best':>7} {'compute':>8} {'wait':>6} {'comm':>7} "
+print(f"{'model':<11} {'ranks':>5} {'algorithm':<10} {'step ms':>8} {'best':>7} {'compute':>8} {'wait':>6} {'comm':>7} "
       f"{'update':>7}   (medians over {reps} runs x steps 11+; comm = exposed; MRA's update runs on the comm thread)")
 for model in models:
     for ranks in ranks_list:
         med = {}
-        for alg in ("native", "mra"):
+        for alg in ("native", "mra", "mra-serial"):
             rows = [s for i in range(1, reps + 1) for s in steps(f"{work}/{model}.{ranks}.{alg}.{i}/metrics.jsonl")]
             cols = [statistics.median(c) for c in zip(*rows)]
             best = min(r[0] for r in rows)
             med[alg] = (cols[0], best)
-            print(f"{model:<11} {ranks:>5} {alg:<9} {cols[0]:8.2f} {best:7.2f} {cols[1]:8.2f} {cols[2]:6.2f} {cols[3]:7.2f} {cols[4]:7.2f}")
-        print(f"{'':<11} {'':>5} MRA speedup: {med['native'][0] / med['mra'][0]:.2f}x on median steps, "
-              f"{med['native'][1] / med['mra'][1]:.2f}x on best steps")
+            print(f"{model:<11} {ranks:>5} {alg:<10} {cols[0]:8.2f} {best:7.2f} {cols[1]:8.2f} {cols[2]:6.2f} {cols[3]:7.2f} {cols[4]:7.2f}")
+        for alg in ("mra", "mra-serial"):
+            print(f"{'':<11} {'':>5} {alg} speedup over native: {med['native'][0] / med[alg][0]:.2f}x on median "
+                  f"steps, {med['native'][1] / med[alg][1]:.2f}x on best steps")
 PY

@@ -53,7 +53,7 @@ std::string compare(const char* what, const std::vector<T>& data, size_t first, 
 template <class T>
 std::string check_case(Communicator& comm, const Case& c) {
   const int n = comm.size(), rank = comm.rank();
-  const CollectiveOptions options{c.algorithm, c.segment_bytes};
+  const CollectiveOptions options{c.algorithm, c.segment_bytes, {}};
   const ShardRange mine = shard_range(c.count, n, rank);
   auto input = [&](size_t i) { return input_value<T>(rank, i); };
   auto sum = [&](size_t i) { return sum_value<T>(n, i); };
