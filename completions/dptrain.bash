@@ -1,7 +1,7 @@
 # bash completion for dptrain(1).
 # Install: copy to /usr/share/bash-completion/completions/dptrain (or source it from ~/.bashrc).
 #
-# Completes the subcommands (run, profile), their options, .toml job files, directories for --out, and job keys
+# Completes the subcommands (run, plan, profile), their options, .toml job files, directories for --out, and job keys
 # (table.key=) for --set, with the valid values of the enumerated keys after the '='.
 # Works with and without the bash-completion package.
 
@@ -18,6 +18,10 @@ _dptrain_keys=(
   parallel.strategy
   parallel.comm.algorithm parallel.comm.bucket_mb parallel.comm.first_bucket_mb parallel.comm.overlap
   parallel.comm.sharded_update
+  parallel.balance.mode parallel.balance.every parallel.balance.threshold parallel.balance.speeds
+  parallel.balance.max_share
+  cluster.emulate.slowdown cluster.emulate.fluctuate_rank cluster.emulate.fluctuate_from
+  cluster.emulate.fluctuate_to cluster.emulate.fluctuate_factor cluster.emulate.random_walk
   launch.ranks launch.hosts launch.mpirun_args launch.mpirun
   checkpoint.enabled checkpoint.every checkpoint.keep
   log.every log.progress
@@ -37,6 +41,7 @@ _dptrain_values() {
     parallel.strategy) echo data ;;
     parallel.comm.algorithm) echo native ring mra ;;
     parallel.comm.overlap | parallel.comm.sharded_update) echo true false ;;
+    parallel.balance.mode) echo equal idat ;;
     checkpoint.enabled) echo true false ;;
     log.progress) echo auto bar plain none ;;
     job.output_dir) echo dir ;;
@@ -115,7 +120,7 @@ _dptrain() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "run profile" -- "$cur"))
+      COMPREPLY=($(compgen -W "run plan profile" -- "$cur"))
     fi
   elif [[ $sub == run ]]; then
     case $prev in
@@ -146,6 +151,17 @@ _dptrain() {
             ;;
           *) _dptrain_paths "$cur" toml ;;
         esac
+        ;;
+    esac
+  elif [[ $sub == plan ]]; then
+    case $prev in
+      --set) _dptrain_set_arg "$cur" ;;
+      *)
+        if [[ $cur == -* ]]; then
+          COMPREPLY=($(compgen -W "--set -h --help" -- "$cur"))
+        else
+          _dptrain_paths "$cur" toml
+        fi
         ;;
     esac
   elif [[ $sub == profile ]]; then

@@ -33,6 +33,12 @@ struct ProfileCommand {
 };
 int cmd_profile(const ProfileCommand& cmd, ProcessArgs process);
 
+struct PlanCommand {
+  std::string job_path;
+  std::vector<std::string> overrides;  // --set dotted.key=value
+};
+int cmd_plan(const PlanCommand& cmd);
+
 // "dptrain 0.1.0" and the compiled-in backends.
 std::string version_text();
 

@@ -52,6 +52,13 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "print summary.json on stdout at the end (progress goes to stderr)");
   run_cmd->callback([&] { status = cmd_run(run, process); });
 
+  PlanCommand plan;
+  auto* plan_cmd = app.add_subcommand("plan", "show how a job would divide its batch and bucket its gradients");
+  plan_cmd->add_option("job", plan.job_path, "the TOML job file")->required()->type_name("JOB.toml");
+  plan_cmd->add_option("--set", plan.overrides, "override a job key, validated like the file (repeatable)")
+      ->type_name("KEY=VALUE")->allow_extra_args(false);
+  plan_cmd->callback([&] { status = cmd_plan(plan); });
+
   ProfileCommand profile;
   auto* profile_cmd = app.add_subcommand("profile", "measure this launch: collective bandwidth (--collectives)");
   profile_cmd->add_option("job", profile.job_path, "a job file whose [launch] says where to run (optional)")

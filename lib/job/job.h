@@ -86,9 +86,35 @@ struct CommSection {
   bool sharded_update = true;    // mra: optimizer state sharded across ranks too
 };
 
+// [parallel.balance]: how the global batch is divided among the ranks (I-DAT, lib/balance).
+struct BalanceSection {
+  std::string mode = "equal";  // "equal": as evenly as possible; "idat": in proportion to measured speeds
+  int64_t every = 1;           // idat: steps between division decisions
+  double threshold = 0.03;     // idat: adopt a new division only if the predicted step time drops by this
+  std::vector<double> speeds;  // idat: relative speed per rank for the first division (empty: equal)
+  int64_t max_share = 0;       // samples one rank may take per step (memory limit); 0: no limit
+};
+
 struct ParallelSection {
   std::string strategy = "data";  // "data": data parallelism, gradients averaged after backward
   CommSection comm;               // [parallel.comm]
+  BalanceSection balance;         // [parallel.balance]
+};
+
+// [cluster.emulate]: heterogeneity on purpose, to test balancing on one machine. A rank slowed by factor
+// f sleeps (f - 1) x its measured compute time after computing, so it does not take cores from others.
+struct EmulateSection {
+  std::vector<double> slowdown;  // compute-time factor per rank (>= 1); empty: none
+  int64_t fluctuate_rank = -1;   // this rank (0-based; -1: none) is slowed by fluctuate_factor (on top
+  int64_t fluctuate_from = 0;    //   of its slowdown) during the steps [fluctuate_from, fluctuate_to),
+  int64_t fluctuate_to = 0;      //   counted from 0
+  double fluctuate_factor = 1.0;
+  double random_walk = 0.0;      // per-step standard deviation of every rank's log slowdown (a seeded
+                                 // random walk, factors kept >= 1); 0: off
+};
+
+struct ClusterSection {
+  EmulateSection emulate;  // [cluster.emulate]
 };
 
 struct LaunchSection {
@@ -116,6 +142,7 @@ struct Job {
   OptimSection optim;
   TrainSection train;
   ParallelSection parallel;
+  ClusterSection cluster;
   LaunchSection launch;
   CheckpointSection checkpoint;
   LogSection log;

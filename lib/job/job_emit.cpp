@@ -24,6 +24,7 @@ toml::table to_table(const Job& job) {
           if constexpr (std::is_same_v<T, uint64_t>) {
             section->insert_or_assign(key.name, static_cast<int64_t>(*field));
           } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                               std::is_same_v<T, std::vector<double>> ||
                                std::is_same_v<T, std::vector<std::string>>) {
             toml::array a;
             for (const auto& v : *field) a.push_back(v);

@@ -50,8 +50,10 @@ class Reader {
       hint = "strings are quoted: \"...\"";
     else if (expected == "an integer" && bad.is_floating_point())
       hint = "write a whole number, without a decimal point or exponent";
-    else if (expected.starts_with("an array") && bad.is_string() && bad.as_string()->get().starts_with("["))
+    else if (expected == "an array of strings" && bad.is_string() && bad.as_string()->get().starts_with("["))
       hint = "not a valid TOML array; quote strings inside it, e.g. [\"a:2\", \"b:2\"]";
+    else if (expected.starts_with("an array") && bad.is_string() && bad.as_string()->get().starts_with("["))
+      hint = "not a valid TOML array; separate the numbers by commas, e.g. [1, 2.5]";
     else if (expected.starts_with("an array") && !bad.is_array())
       hint = "write an array: [a, b, ...]";
     else if (expected == "a boolean")
@@ -65,6 +67,14 @@ class Reader {
     const toml::node& v = index >= 0 ? *n.as_array()->get(static_cast<std::size_t>(index)) : n;
     if (auto i = v.as_integer()) return i->get();
     type_error(key, n, "an integer", index);
+  }
+
+  // A float, or an integer converted to one.
+  double number(const KeySpec& key, const toml::node& n, int index = -1) const {
+    const toml::node& v = index >= 0 ? *n.as_array()->get(static_cast<std::size_t>(index)) : n;
+    if (auto f = v.as_floating_point()) return f->get();
+    if (auto i = v.as_integer()) return static_cast<double>(i->get());
+    type_error(key, n, "a number", index);
   }
 
   std::string string(const KeySpec& key, const toml::node& n, int index = -1) const {
@@ -92,12 +102,7 @@ class Reader {
               throw JobError(where(key, n), fmt::format("{}: must be at least 0, got {}", key.dotted(), v));
             *field = static_cast<uint64_t>(v);
           } else if constexpr (std::is_same_v<T, double>) {
-            if (auto f = n->as_floating_point())
-              *field = f->get();
-            else if (auto i = n->as_integer())
-              *field = static_cast<double>(i->get());
-            else
-              type_error(key, *n, "a number");
+            *field = number(key, *n);
           } else if constexpr (std::is_same_v<T, std::string>) {
             *field = string(key, *n);
           } else if constexpr (std::is_same_v<T, bool>) {
@@ -110,6 +115,10 @@ class Reader {
             field->clear();
             for (std::size_t i = 0; i < a.size(); ++i)
               field->push_back(integer(key, *n, static_cast<int>(i)));
+          } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+            const toml::array& a = array(key, *n, "an array of numbers");
+            field->clear();
+            for (std::size_t i = 0; i < a.size(); ++i) field->push_back(number(key, *n, static_cast<int>(i)));
           } else {
             static_assert(std::is_same_v<T, std::vector<std::string>>);
             const toml::array& a = array(key, *n, "an array of strings");

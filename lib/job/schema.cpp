@@ -1,12 +1,15 @@
 // The job schema: one row per key (table, name, Job field, range check, valid values). The enumerations'
 // valid values live here and only here; extend them here (and in man/dptrain-job.5). A nested table is a
-// dotted table name ("parallel.comm"); its rows follow its parent's. Lookups are in schema_lookup.cpp.
+// dotted table name ("parallel.comm"); its rows follow its parent's. Lookups are in schema_lookup.cpp, the
+// generic range rules in schema_rules.h, the cross-key checks of [parallel.balance] and [cluster.emulate]
+// in schema_balance.cpp.
 #include "lib/job/schema.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
+
+#include "lib/job/schema_rules.h"
 
 namespace dp::job_detail {
 
@@ -15,51 +18,16 @@ static const std::vector<std::string> kModelTypes = {"mlp", "cnn", "gpt"};
 static const std::vector<std::string> kDatasets = {"fashion-mnist", "synthetic", "text"};
 static const std::vector<std::string> kOptimizers = {"sgd", "adamw"};
 static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"};
-// "cuda" and "bf16" join these lists when GPU training lands.
 static const std::vector<std::string> kDevices = {"auto", "cpu", "cuda"};
 static const std::vector<std::string> kPrecisions = {"fp32", "bf16"};
 static const std::vector<std::string> kStrategies = {"data"};
 static const std::vector<std::string> kCommAlgorithms = {"native", "ring", "mra"};
+static const std::vector<std::string> kBalanceModes = {"equal", "idat"};
 static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
 
 std::string number_text(double v) { return fmt::format("{}", v); }
 
-// --- Range checks ----------------------------------------------------------------------------------------
-using Check = std::optional<Problem>;
-
-static Check at_least(int64_t v, int64_t lo) {
-  if (v >= lo) return std::nullopt;
-  return Problem{fmt::format("must be at least {}, got {}", lo, v)};
-}
-static Check finite(double v) {
-  if (std::isfinite(v)) return std::nullopt;
-  return Problem{"must be a finite number, got " + number_text(v)};
-}
-static Check positive(double v) {
-  if (auto p = finite(v)) return p;
-  if (v > 0) return std::nullopt;
-  return Problem{"must be greater than 0, got " + number_text(v)};
-}
-static Check non_negative(double v) {
-  if (auto p = finite(v)) return p;
-  if (v >= 0) return std::nullopt;
-  return Problem{"must be at least 0, got " + number_text(v)};
-}
-// [0, 1)
-static Check unit_half_open(double v) {
-  if (v >= 0 && v < 1) return std::nullopt;
-  return Problem{"must be in [0, 1), got " + number_text(v)};
-}
-// (0, 1]
-static Check unit_open_closed(double v) {
-  if (v > 0 && v <= 1) return std::nullopt;
-  return Problem{"must be in (0, 1], got " + number_text(v)};
-}
-static Check not_empty(const std::string& s) {
-  if (!s.empty()) return std::nullopt;
-  return Problem{"must not be empty"};
-}
-
+// --- Checks of single keys (the generic rules are in schema_rules.h) ------------------------------------
 static Check check_name(const Job& j) {
   const std::string& n = j.job.name;
   if (n.empty())
@@ -198,6 +166,26 @@ const std::vector<KeySpec>& schema() {
       {"parallel.comm", "first_bucket_mb", DP_FIELD(parallel.comm.first_bucket_mb), check_first_bucket, {}},
       {"parallel.comm", "overlap", DP_FIELD(parallel.comm.overlap), nullptr, {}},
       {"parallel.comm", "sharded_update", DP_FIELD(parallel.comm.sharded_update), nullptr, {}},
+
+      {"parallel.balance", "mode", DP_FIELD(parallel.balance.mode), nullptr, kBalanceModes},
+      {"parallel.balance", "every", DP_FIELD(parallel.balance.every),
+       DP_RULE(at_least(j.parallel.balance.every, 1)), {}},
+      {"parallel.balance", "threshold", DP_FIELD(parallel.balance.threshold),
+       DP_RULE(unit_half_open(j.parallel.balance.threshold)), {}},
+      {"parallel.balance", "speeds", DP_FIELD(parallel.balance.speeds), check_balance_speeds, {}},
+      {"parallel.balance", "max_share", DP_FIELD(parallel.balance.max_share), check_max_share, {}},
+
+      // [cluster] holds only this table.
+      {"cluster.emulate", "slowdown", DP_FIELD(cluster.emulate.slowdown), check_slowdown, {}},
+      {"cluster.emulate", "fluctuate_rank", DP_FIELD(cluster.emulate.fluctuate_rank), check_fluctuate_rank,
+       {}},
+      {"cluster.emulate", "fluctuate_from", DP_FIELD(cluster.emulate.fluctuate_from),
+       DP_RULE(at_least(j.cluster.emulate.fluctuate_from, 0)), {}},
+      {"cluster.emulate", "fluctuate_to", DP_FIELD(cluster.emulate.fluctuate_to), check_fluctuate_to, {}},
+      {"cluster.emulate", "fluctuate_factor", DP_FIELD(cluster.emulate.fluctuate_factor),
+       DP_RULE(at_least_number(j.cluster.emulate.fluctuate_factor, 1)), {}},
+      {"cluster.emulate", "random_walk", DP_FIELD(cluster.emulate.random_walk),
+       DP_RULE(non_negative(j.cluster.emulate.random_walk)), {}},
 
       {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(at_least(j.launch.ranks, 1)), {}},
       {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts, {}},

@@ -15,9 +15,10 @@
 
 namespace dp::job_detail {
 
-// A pointer to the Job field a key fills; the alternative tells the key's TOML type.
+// A pointer to the Job field a key fills; the alternative tells the key's TOML type (a vector: an array,
+// whose number elements, like number keys, accept integers).
 using FieldRef = std::variant<int64_t*, uint64_t*, double*, std::string*, bool*, std::vector<int64_t>*,
-                              std::vector<std::string>*>;
+                              std::vector<double>*, std::vector<std::string>*>;
 
 // A value out of range. `index` >= 0 names the offending array element. A cross-key check names the
 // other key (`other`, dotted): when the checked key was left at its default, the error points there.

@@ -13,6 +13,8 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/kernel_table.h"
+#include "lib/balance/balance.h"
+#include "lib/balance/emulate.h"
 #include "lib/comm/nccl/nccl_group.h"
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
@@ -91,6 +93,32 @@ int local_rank(Communicator& comm) {
   return local;
 }
 
+BalanceOptions balance_options(const Job& job, int world) {
+  const BalanceSection& b = job.parallel.balance;
+  BalanceOptions o;
+  o.mode = b.mode;
+  o.every = b.every;
+  o.threshold = b.threshold;
+  o.initial_speeds = b.speeds;
+  if (b.max_share > 0) o.max_share.assign(size_t(world), b.max_share);
+  return o;
+}
+
+std::string shares_text(const std::vector<int64_t>& shares) {
+  std::string t;
+  for (int64_t v : shares) {
+    if (!t.empty()) t += ' ';
+    t += std::to_string(v);
+  }
+  return t;
+}
+
+// What each rank reports after a step, for the balancer (compute excludes waiting for others).
+struct RankStep {
+  int64_t local_batch;
+  double compute_seconds;
+};
+
 int default_threads(const Job& job, const Communicator& comm) {
   if (job.train.threads > 0) return int(job.train.threads);
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -168,6 +196,13 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
     progress->note("gradients: " + update.describe());
+    progress->note(fmt::format("batch division: {}; first step's shares: {}",
+                               job.parallel.balance.mode == "idat"
+                                   ? fmt::format("I-DAT (measured speeds, every {} step(s), threshold {:g})",
+                                                 job.parallel.balance.every, job.parallel.balance.threshold)
+                                   : std::string("equal"),
+                               shares_text(Balancer(balance_options(job, world), world).shares(
+                                   std::min(job.train.global_batch, s.data.train.count)))));
     if (s.data.train.context > 0)
       progress->note(fmt::format("text: {} characters of vocabulary, {} train and {} validation windows of {}; "
                                  "character-bigram entropy {:.4f} nats per character",
@@ -178,6 +213,9 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
 
   const Dataset& train_set = s.data.train;
   const int64_t terms_per_sample = model.targets_per_sample();
+  Balancer balancer(balance_options(job, world), world);
+  const bool idat = job.parallel.balance.mode == "idat";
+  SlowdownEmulator emulator(job.cluster.emulate, comm.rank(), job.job.seed);
   BatchBuffer buffer;
   std::vector<uint32_t> permutation;
   int64_t permutation_epoch = -1;
@@ -196,7 +234,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
       permutation_epoch = epoch;
     }
     const int64_t batch = step_batch_size(train_set.count, job.train.global_batch, in_epoch);
-    const std::vector<int64_t> shares = equal_shares(batch, world);
+    const std::vector<int64_t> shares = balancer.shares(batch);
     const auto mine = rank_indices(permutation, job.train.global_batch, in_epoch, shares, comm.rank());
 
     // Compute: gather, forward, backward (under MRA, finished buckets are already being summed and
@@ -207,12 +245,29 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     const double terms = double(batch * terms_per_sample);
     const StepStats local = model.forward_backward(gather_batch(train_set, mine, buffer), float(1.0 / terms));
     kernels->synchronize();  // GPU work is asynchronous: time the backward, not its launch
+    if (emulator.active()) {  // an emulated slower machine: idle, so it takes no core from the others
+      const double f = emulator.factor(step);
+      std::this_thread::sleep_for(std::chrono::duration<double>((f - 1.0) * std::chrono::duration<double>(
+                                                                                  Clock::now() - t0).count()));
+    }
     const auto t1 = Clock::now();
     // Sum the gradients and update (the rest of it, under MRA), then the loss statistics.
     const SyncTimes sync = update.finish();
     double sums[2] = {local.loss_sum, double(local.correct)};
     if (world > 1) comm.allreduce_sum(std::span<double>(sums, 2));
     const auto t4 = Clock::now();
+    if (idat) {  // every rank learns every rank's compute speed, so all divide the next batch alike
+      const auto all = comm.allgather_value(RankStep{int64_t(mine.size()), std::chrono::duration<double>(t1 - t0).count()});
+      std::vector<int64_t> batches;
+      std::vector<double> seconds;
+      for (const RankStep& r : all) {
+        batches.push_back(r.local_batch);
+        seconds.push_back(r.compute_seconds);
+      }
+      if (balancer.observe(step, batches, seconds) && leader)
+        progress->note(fmt::format("step {}: I-DAT divides the batch as {}", step + 1,
+                                   shares_text(balancer.shares(job.train.global_batch))));
+    }
     ++step;
 
     const double step_seconds = std::chrono::duration<double>(t4 - t0).count();

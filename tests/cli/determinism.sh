@@ -3,7 +3,9 @@
 #   1. the same job with the same seed, run twice, logs the same loss sequence (same JSON number text);
 #      a different seed gives a different one (so the comparison can fail);
 #   2. the same global batch on 1, 2 and 4 ranks (--set launch.ranks=N) gives loss curves equal within a
-#      relative tolerance of 1e-4 at every step (the sums over ranks differ only in rounding).
+#      relative tolerance of 1e-4 at every step (the sums over ranks differ only in rounding), whatever
+#      the gradient algorithm (MRA by default, plain native allreduce) and the division of the batch
+#      (I-DAT with rank 1 emulated 3x slower: uneven shares that change as speeds are measured).
 # Usage: bash determinism.sh PATH/TO/dptrain REPO_ROOT
 set -u
 
@@ -57,6 +59,10 @@ run same1
 run same2
 run seed2 --set job.seed=12
 for n in 1 2 4; do run "ranks$n" --set "launch.ranks=$n"; done
+run native2 --set parallel.comm.algorithm=native
+run idat2 --set parallel.balance.mode=idat --set "cluster.emulate.slowdown=[1,3]"
+run idat4 --set launch.ranks=4 --set parallel.balance.mode=idat --set "cluster.emulate.slowdown=[1,2,1,3]" \
+  --set parallel.comm.algorithm=ring
 ((failures == 0)) || exit 1
 
 python3 - <<'EOF'
@@ -99,8 +105,17 @@ report(differ > n // 2, f"a different seed changes the losses ({differ} of {n} s
 
 TOL = 1e-4
 curves = {r: train_losses(f"ranks{r}") for r in (1, 2, 4)}
+curves.update({name: train_losses(name) for name in ("native2", "idat2", "idat4")})
 ref, ref_eval, _ = curves[1]
-for r in (2, 4):
+shares = {}
+for raw in open("idat2/metrics.jsonl"):
+    obj = json.loads(raw)
+    if obj["kind"] == "train":
+        shares.setdefault(obj["step"], []).append(obj["local_batch"])
+uneven = sum(1 for v in shares.values() if len(set(v)) > 1)
+report(uneven > len(shares) // 2, f"I-DAT with rank 1 slowed 3x divides unevenly ({uneven} of {len(shares)} steps; "
+       f"last shares {shares[max(shares)]})")
+for r in (2, 4, "native2", "idat2", "idat4"):
     losses, evals, problems = curves[r]
     for p in problems:
         report(False, f"{r} ranks: {p}")

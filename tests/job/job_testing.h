@@ -90,6 +90,21 @@ first_bucket_mb = 0.25
 overlap = false
 sharded_update = false
 
+[parallel.balance]
+mode = "idat"
+every = 5
+threshold = 0.1
+speeds = [1.0, 2.5, 1, 0.5]
+max_share = 40
+
+[cluster.emulate]
+slowdown = [1.0, 2, 1.5, 3]
+fluctuate_rank = 2
+fluctuate_from = 10
+fluctuate_to = 20
+fluctuate_factor = 2.5
+random_walk = 0.05
+
 [launch]
 ranks = 4
 hosts = ["a:2", "b:2"]

@@ -29,7 +29,8 @@ BOOST_AUTO_TEST_CASE(empty_file_gives_defaults) {
 
 BOOST_AUTO_TEST_CASE(empty_tables_give_defaults) {
   const dp::Job j = dp::parse_job(
-      "[job]\n[model]\n[data]\n[optim]\n[train]\n[parallel]\n[parallel.comm]\n[launch]\n"
+      "[job]\n[model]\n[data]\n[optim]\n[train]\n[parallel]\n[parallel.comm]\n[parallel.balance]\n"
+      "[cluster]\n[cluster.emulate]\n[launch]\n"
       "[checkpoint]\n[log]\n",
       "t.toml");
   BOOST_TEST(same(j, dp::Job{}));
@@ -161,7 +162,7 @@ BOOST_AUTO_TEST_CASE(unknown_table) {
   BOOST_TEST(e.line() == "x.toml:3:1: error: unknown table '[trian]' (hint: did you mean '[train]'?)");
   expect_error("[network]\n", {}, "x.toml:1:1",
                {"unknown table '[network]'",
-                "valid tables: [job], [model], [data], [optim], [train], [parallel], "
+                "valid tables: [job], [model], [data], [optim], [train], [parallel], [cluster], "
                 "[launch], [checkpoint], [log]"});
 }
 

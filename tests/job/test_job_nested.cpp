@@ -22,12 +22,12 @@ BOOST_AUTO_TEST_CASE(table_tree) {
   BOOST_TEST(jd::parent_table("parallel.comm") == "parallel");
   BOOST_TEST(jd::parent_table("parallel") == "");
   BOOST_TEST(jd::leaf_name("parallel.comm") == "comm");
-  BOOST_TEST(jd::sub_tables("parallel") == (std::vector<std::string>{"parallel.comm"}),
+  BOOST_TEST(jd::sub_tables("parallel") == (std::vector<std::string>{"parallel.comm", "parallel.balance"}),
              boost::test_tools::per_element());
   BOOST_TEST(jd::sub_tables("train").empty());
   const auto top = jd::sub_tables("");
-  BOOST_TEST(top == (std::vector<std::string>{"job", "model", "data", "optim", "train", "parallel", "launch",
-                                              "checkpoint", "log"}),
+  BOOST_TEST(top == (std::vector<std::string>{"job", "model", "data", "optim", "train", "parallel", "cluster",
+                                              "launch", "checkpoint", "log"}),
              boost::test_tools::per_element());
   const jd::KeySpec* k = jd::find_dotted("parallel.comm.algorithm");
   BOOST_REQUIRE(k);
@@ -120,7 +120,8 @@ BOOST_AUTO_TEST_CASE(unknown_nested_table) {
   BOOST_TEST(e.line() ==
              "x.toml:4:1: error: unknown table '[parallel.comms]' (hint: did you mean '[parallel.comm]'?)");
   expect_error("[parallel.network]\n", {}, "x.toml:1:1",
-               {"unknown table '[parallel.network]'", "valid tables in [parallel]: [parallel.comm]"});
+               {"unknown table '[parallel.network]'",
+                "valid tables in [parallel]: [parallel.comm], [parallel.balance]"});
   // A nested table written at the top level, and a misspelt parent.
   expect_error("[comm]\nalgorithm = \"ring\"\n", {}, "x.toml:1:1",
                {"unknown table '[comm]'", "did you mean '[parallel.comm]'?"});
@@ -204,7 +205,8 @@ BOOST_AUTO_TEST_CASE(set_nested_errors) {
   expect_error("", {"parallel.comms.algorithm=ring"}, "--set parallel.comms.algorithm=ring",
                {"did you mean 'parallel.comm.algorithm'?"});
   expect_error("", {"parallel.network.speed=1"}, "--set parallel.network.speed=1",
-               {"unknown key 'parallel.network.speed'", "valid tables in [parallel]: [parallel.comm]"});
+               {"unknown key 'parallel.network.speed'",
+                "valid tables in [parallel]: [parallel.comm], [parallel.balance]"});
   expect_error("", {"parallel.comm.speed=1"}, "--set parallel.comm.speed=1",
                {"valid keys of [parallel.comm]: algorithm"});
   expect_error(

@@ -69,6 +69,38 @@ BOOST_AUTO_TEST_CASE(unknown_key) {
   expect_error("", {"log=3"}, "--set log=3", {"unknown key 'log'", "name a key of [log]: log.every=VALUE"});
 }
 
+// Arrays of numbers: a float array literal, integers converted, errors naming the element or the override.
+BOOST_AUTO_TEST_CASE(float_arrays) {
+  const dp::Job j = dp::parse_job("[launch]\nranks = 2\n", "t.toml",
+                                  {"cluster.emulate.slowdown=[1.0,2.5]", "parallel.balance.speeds=[ 1, 2.5 ]",
+                                   "parallel.balance.mode=idat", "cluster.emulate.fluctuate_factor=2"});
+  BOOST_TEST(j.cluster.emulate.slowdown == (std::vector<double>{1.0, 2.5}), boost::test_tools::per_element());
+  BOOST_TEST(j.parallel.balance.speeds == (std::vector<double>{1.0, 2.5}), boost::test_tools::per_element());
+  BOOST_TEST(j.parallel.balance.mode == "idat");
+  BOOST_TEST(j.cluster.emulate.fluctuate_factor == 2.0);
+  // An empty array clears the file's.
+  BOOST_TEST(dp::parse_job("[cluster.emulate]\nslowdown = [2]\n", "t.toml", {"cluster.emulate.slowdown=[]"})
+                 .cluster.emulate.slowdown.empty());
+  const std::string set = "cluster.emulate.slowdown=";
+  const dp::JobError e = error_of("[launch]\nranks = 2\n", {set + "[1.0,0.5]"});
+  BOOST_TEST(e.line() == "--set " + set + "[1.0,0.5]: error: cluster.emulate.slowdown[1]: must be at least 1, "
+                         "got 0.5 (hint: a factor is the compute time relative to full speed: 1 is unslowed, 2 "
+                         "twice as slow)");
+  expect_error("", {set + "[1.0,x]"}, "--set " + set + "[1.0,x]",
+               {"cluster.emulate.slowdown: expected an array of numbers, got a string",
+                "separate the numbers by commas"});
+  expect_error("", {set + "2"}, "--set " + set + "2",
+               {"cluster.emulate.slowdown: expected an array of numbers, got an integer", "write an array"});
+  expect_error("", {set + "[1,\"a\"]"}, "--set " + set + "[1,\"a\"]",
+               {"cluster.emulate.slowdown[1]: expected a number, got a string"});
+  expect_error("", {set + "[1,2]"}, "--set " + set + "[1,2]", {"must have launch.ranks (1) entries"});
+  expect_error("", {"parallel.balance.mod=idat"}, "--set parallel.balance.mod=idat",
+               {"did you mean 'parallel.balance.mode'?"});
+  expect_error("", {"cluster.slowdown=[2]"}, "--set cluster.slowdown=[2]",
+               {"unknown key 'cluster.slowdown'", "'slowdown' is a key of [cluster.emulate]"});
+  expect_error("", {"cluster=1"}, "--set cluster=1", {"name a key of [cluster]: cluster.emulate.slowdown=VALUE"});
+}
+
 BOOST_AUTO_TEST_CASE(missing_equals) {
   expect_error("", {"train.epochs"}, "--set train.epochs",
                {"expected KEY=VALUE, got 'train.epochs'", "write train.epochs=VALUE"});
@@ -105,10 +137,36 @@ BOOST_AUTO_TEST_CASE(round_trip_full) {
   BOOST_TEST(dp::job_to_toml(back) == toml);
 }
 
+// Arrays of numbers read back exactly, under their own nested headers.
+BOOST_AUTO_TEST_CASE(round_trip_float_arrays) {
+  dp::Job j;
+  j.launch.ranks = 3;
+  j.parallel.balance.speeds = {0.1, 1.0 / 3.0, 2e-7};
+  j.cluster.emulate.slowdown = {1.0, 4.0 / 3.0, 1e6};
+  const std::string t = dp::job_to_toml(j);
+  BOOST_TEST_INFO(t);
+  BOOST_TEST((t.find("\n[parallel.balance]\nevery = 1\n") != std::string::npos));  // keys sorted
+  BOOST_TEST((t.find("\n[cluster.emulate]\n") != std::string::npos));
+  BOOST_TEST((t.find("\nslowdown = [ 1.0, 1.3333333333333333, 1000000.0 ]\n") != std::string::npos));
+  const dp::Job back = dp::parse_job(t, "emitted.toml");
+  BOOST_TEST(back.parallel.balance.speeds == j.parallel.balance.speeds, boost::test_tools::per_element());
+  BOOST_TEST(back.cluster.emulate.slowdown == j.cluster.emulate.slowdown, boost::test_tools::per_element());
+  BOOST_TEST(same(back, j));
+  const std::string s = dp::job_to_json(j);
+  BOOST_TEST_INFO(s);
+  const auto cluster = s.find("\"cluster\" : {");
+  BOOST_REQUIRE(cluster != std::string::npos);
+  BOOST_TEST((s.find("\"emulate\" : {", cluster) != std::string::npos));
+  BOOST_TEST((s.find("\"slowdown\" : [", cluster) != std::string::npos));
+  BOOST_TEST((s.find("\"balance\" : {") != std::string::npos));
+  BOOST_TEST((s.find("\"speeds\" : [") != std::string::npos));
+}
+
 BOOST_AUTO_TEST_CASE(toml_has_every_key) {
   const std::string t = dp::job_to_toml(dp::Job{});
   for (const char* s :
-       {"[job]", "[model]", "[data]", "[optim]", "[train]", "[parallel]", "[launch]", "[checkpoint]", "[log]",
+       {"[job]", "[model]", "[data]", "[optim]", "[train]", "[parallel]", "[parallel.balance]", "[cluster.emulate]",
+        "[launch]", "[checkpoint]", "[log]", "speeds = []", "slowdown = []", "fluctuate_rank = -1",
         "name = 'job'", "output_dir = ''", "hidden = [ 256, 128 ]", "global_batch = 128", "hosts = []",
         "mpirun_args = []", "enabled = true", "progress = 'auto'", "min_lr = 0.0"}) {
     BOOST_TEST_INFO(t << "\nwanted: " << s);

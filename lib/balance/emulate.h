@@ -1,0 +1,28 @@
+// Emulated heterogeneity ([cluster.emulate]): the compute-time factor of a rank at a step, from persistent
+// per-rank slowdowns, a window in which one rank is slower, and a seeded random walk. The trainer sleeps
+// (factor - 1) x the rank's measured compute time, so an emulated slow rank takes no CPU from the others.
+#pragma once
+
+#include <cstdint>
+
+#include "lib/job/job.h"
+
+namespace dp {
+
+class SlowdownEmulator {
+ public:
+  SlowdownEmulator(const EmulateSection& spec, int rank, uint64_t seed);
+  bool active() const;
+  // The factor (>= 1) of 0-based step `step`. Steps must be asked in increasing order (the random walk
+  // advances; asking for an earlier step replays it from the start).
+  double factor(int64_t step);
+
+ private:
+  EmulateSection spec_;
+  int rank_;
+  uint64_t seed_;
+  int64_t walk_step_ = -1;
+  double walk_log_ = 0;  // the random walk's log factor at walk_step_
+};
+
+}  // namespace dp
