@@ -34,7 +34,7 @@ double predicted_step_seconds(std::span<const int64_t> shares, std::span<const d
 // like noise and never restarts it.
 class SpeedFilter {
  public:
-  explicit SpeedFilter(double alpha = 0.1, double jump = 0.2, int confirm = 3)
+  explicit SpeedFilter(double alpha = 0.1, double jump = 0.2, int confirm = 2)
       : alpha_(alpha), jump_(jump), confirm_(confirm) {}
   void add(double measured);  // samples per second, > 0
   double value() const { return value_; }
