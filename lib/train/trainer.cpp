@@ -4,9 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -22,6 +20,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/progress.h"
+#include "lib/train/run_setup.h"
 #include "lib/train/step_update.h"
 #include "lib/train/run_dir.h"
 #include "models/model.h"
@@ -29,88 +28,11 @@
 namespace dp {
 namespace {
 
+using namespace train_detail;
+
 using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-// What a run needs before its first step; building it checks every input and writes nothing.
-struct Setup {
-  RunDir dir;
-  DatasetSplits data;
-  std::unique_ptr<Model> model;
-  std::optional<Checkpoint> resume_from;
-  int64_t steps_per_epoch = 0, total_steps = 0;
-};
-
-// The device this run trains on; bf16 exists only on the GPU.
-Device choose_device(const Job& job) {
-  const Device device = resolve_device(job.train.device, probe_backends());
-  if (job.train.precision == "bf16" && device.kind != "cuda")
-    throw JobError("[train] precision", "precision = \"bf16\" needs a GPU; this run trains on " + device.describe(),
-                   "use precision = \"fp32\" on the CPU");
-  return device;
-}
-
-// Builds the model on `kernels` (the CPU's when the caller only checks the inputs) and checks the rest.
-Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels) {
-  Setup s;
-  s.dir.root = opts.out_dir.empty() ? job.output_dir() : opts.out_dir;
-  check_run_dir(s.dir, opts.resume, opts.force);
-  s.data = load_dataset(job.data, job.job.seed);
-  s.model = make_model(job.model, s.data.train.shape(), job.job.seed, kernels);
-  const auto optimizer = make_optimizer(job.optim, 0);  // its name and state slots, for the checks
-  s.steps_per_epoch = steps_per_epoch(s.data.train.count, job.train.global_batch);
-  s.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * s.steps_per_epoch;
-  if (opts.resume) {
-    const auto path = newest_checkpoint(s.dir.checkpoints());
-    if (!path)
-      throw CheckpointError(s.dir.checkpoints(), "no checkpoint to resume from",
-                            "run without --resume to start from scratch");
-    Checkpoint c = read_checkpoint(*path);
-    if (c.model_fingerprint != s.model->fingerprint() || c.params.size() != s.model->params().size())
-      throw CheckpointError(*path, fmt::format("checkpoint was written by a different model ({} parameters; "
-                                               "the job's model is {})", c.params.size(), s.model->describe()),
-                            "resume with the job that wrote it, or start a new run with --out");
-    if (c.optimizer != optimizer->name() ||
-        c.optimizer_state.size() != size_t(optimizer->slots()) * s.model->params().size())
-      throw CheckpointError(*path, fmt::format("checkpoint holds '{}' optimizer state; the job uses '{}'",
-                                               c.optimizer, optimizer->name()),
-                            "set [optim] name to the optimizer of the checkpointed run");
-    s.resume_from = std::move(c);
-  }
-  return s;
-}
-
-// This rank's index among the ranks on its host (which GPU it drives).
-int local_rank(Communicator& comm) {
-  std::array<char, 256> mine{};
-  const std::string host = comm.host();
-  std::memcpy(mine.data(), host.data(), std::min(host.size(), mine.size() - 1));
-  const auto all = comm.allgather_value(mine);
-  int local = 0;
-  for (int r = 0; r < comm.rank(); ++r) local += all[size_t(r)] == mine ? 1 : 0;
-  return local;
-}
-
-BalanceOptions balance_options(const Job& job, int world) {
-  const BalanceSection& b = job.parallel.balance;
-  BalanceOptions o;
-  o.mode = b.mode;
-  o.every = b.every;
-  o.threshold = b.threshold;
-  o.initial_speeds = b.speeds;
-  if (b.max_share > 0) o.max_share.assign(size_t(world), b.max_share);
-  return o;
-}
-
-std::string shares_text(const std::vector<int64_t>& shares) {
-  std::string t;
-  for (int64_t v : shares) {
-    if (!t.empty()) t += ' ';
-    t += std::to_string(v);
-  }
-  return t;
 }
 
 // What each rank reports after a step, for the balancer (compute excludes waiting for others).
@@ -118,30 +40,6 @@ struct RankStep {
   int64_t local_batch;
   double compute_seconds;
 };
-
-int default_threads(const Job& job, const Communicator& comm) {
-  if (job.train.threads > 0) return int(job.train.threads);
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, comm.local_size()));
-}
-
-// Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
-EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch) {
-  const int64_t chunk = held_out.context > 0 ? 64 : 1000;
-  std::vector<uint32_t> idx;
-  BatchBuffer buffer;
-  StepStats total;
-  for (int64_t begin = 0; begin < held_out.count; begin += chunk) {
-    const int64_t n = std::min(chunk, held_out.count - begin);
-    idx.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = uint32_t(begin + i);
-    const StepStats s = model.evaluate(gather_batch(held_out, idx, buffer));
-    total.loss_sum += s.loss_sum;
-    total.correct += s.correct;
-    total.count += s.count;
-  }
-  return {step, epoch, total.loss_sum / double(total.count), double(total.correct) / double(total.count)};
-}
 
 }  // namespace
 

@@ -1,0 +1,46 @@
+// What a training run prepares before its first step (the checked inputs, the device, the rank's place
+// on its host) and the helpers the loop in trainer.cpp calls: evaluation, the batch-division options.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_table.h"
+#include "lib/balance/balance.h"
+#include "lib/comm/communicator.h"
+#include "lib/core/backend.h"
+#include "lib/data/dataset.h"
+#include "lib/job/job.h"
+#include "lib/train/checkpoint.h"
+#include "lib/train/metrics.h"
+#include "lib/train/run_dir.h"
+#include "lib/train/trainer.h"
+#include "models/model.h"
+
+namespace dp::train_detail {
+
+// What a run needs before its first step; building it checks every input and writes nothing.
+struct Setup {
+  RunDir dir;
+  DatasetSplits data;
+  std::unique_ptr<Model> model;
+  std::optional<Checkpoint> resume_from;
+  int64_t steps_per_epoch = 0, total_steps = 0;
+};
+
+// The device this run trains on; bf16 exists only on the GPU.
+Device choose_device(const Job& job);
+// Builds the model on `kernels` (the CPU's when the caller only checks the inputs) and checks the rest.
+Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels);
+// This rank's index among the ranks on its host (which GPU it drives). Collective.
+int local_rank(Communicator& comm);
+// [train] threads, or the host's cores divided among its ranks.
+int default_threads(const Job& job, const Communicator& comm);
+BalanceOptions balance_options(const Job& job, int world);
+std::string shares_text(const std::vector<int64_t>& shares);
+// Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
+EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch);
+
+}  // namespace dp::train_detail
