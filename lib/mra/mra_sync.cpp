@@ -40,11 +40,12 @@ class MraSync final : public GradientSync {
   }
 
   std::string describe() const override {
-    return fmt::format("MRA: {} bucket(s) of up to {:g} MB (first {:g} MB), ring reduce-scatter{}, {} update, "
-                       "all-gather", buckets_.size(), double(options_.bucket_bytes) / 1e6,
+    return fmt::format("MRA: {} bucket(s) of up to {:g} MB (first {:g} MB), {}{}, {}",
+                       buckets_.size(), double(options_.bucket_bytes) / 1e6,
                        double(options_.first_bucket_bytes) / 1e6,
+                       options_.sharded_update ? "ring reduce-scatter" : "ring allreduce",
                        options_.overlap ? " overlapping backward" : " after backward",
-                       options_.sharded_update ? "sharded" : "full");
+                       options_.sharded_update ? "sharded update fused into it, all-gather" : "full update");
   }
   int64_t state_count() const override { return state_count_; }
 
@@ -115,8 +116,8 @@ class MraSync final : public GradientSync {
     double ms = 0;
     auto update = [&](int64_t offset, int64_t count) {  // offset relative to the bucket
       const auto t0 = sync_clock::now();
-      update_(params.data() + offset, grads.data() + offset, state_offsets_[b] + (bucket.offset + offset - shard.offset),
-              count);
+      const int64_t in_shard = bucket.offset + offset - shard.offset;
+      update_(params.data() + offset, grads.data() + offset, state_offsets_[b] + in_shard, count);
       ms += ms_between(t0, sync_clock::now());
     };
     CollectiveOptions ring{CollectiveAlgorithm::ring, kDefaultSegmentBytes, {}};
