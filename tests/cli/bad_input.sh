@@ -264,6 +264,14 @@ expect_error "unknown model option" 2 "model.layer|did you mean 'model.layers'" 
 
 # --- Command line ------------------------------------------------------------------------------------------------
 expect_error "unknown subcommand" 2 "frobnicate" -- "$DPTRAIN" frobnicate good.toml
+expect_error "profile without a measurement" 2 "nothing to profile|--collectives" -- "$DPTRAIN" profile
+expect_error "profile with an unknown algorithm" 2 "rign|valid: native, ring" -- \
+  "$DPTRAIN" profile --collectives --algorithms native,rign
+expect_error "profile with sizes out of order" 2 "--min-bytes|--max-bytes" -- \
+  "$DPTRAIN" profile --collectives --min-bytes 100 --max-bytes 10
+expect_error "plan of a missing job file" 2 "missing.toml|cannot read" -- "$DPTRAIN" plan missing.toml
+expect_error "plan with a bad override" 2 "parallel.balance.mode|idta" -- \
+  "$DPTRAIN" plan good.toml --set parallel.balance.mode=idta
 expect_error "unknown option" 2 "--frobnicate" -- "$DPTRAIN" run --frobnicate good.toml --out prev
 expect_error "missing job argument" 2 "job" -- "$DPTRAIN" run --out prev
 
