@@ -167,11 +167,12 @@ _dptrain() {
   elif [[ $sub == profile ]]; then
     case $prev in
       --algorithms) COMPREPLY=($(compgen -W "native ring native,ring" -- "$cur")) ;;
-      --ranks | --min-bytes | --max-bytes | --factor | --iters | --warmup) ;;
+      --ranks | --min-bytes | --max-bytes | --factor | --iters | --warmup | --steps) ;;
+      --set) _dptrain_set_arg "$cur" ;;
       *)
         if [[ $cur == -* ]]; then
-          COMPREPLY=($(compgen -W "--collectives --ranks --algorithms --min-bytes --max-bytes --factor --iters
-            --warmup --json --dry-run -h --help" -- "$cur"))
+          COMPREPLY=($(compgen -W "--compute --collectives --set --steps --ranks --algorithms --min-bytes
+            --max-bytes --factor --iters --warmup --json --dry-run -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
         fi

@@ -41,7 +41,8 @@ int cmd_plan(const PlanCommand& cmd) {
   if (job.parallel.balance.max_share > 0) o.max_share.assign(size_t(ranks), job.parallel.balance.max_share);
   print_division(job.parallel.balance.mode == "idat" && !job.parallel.balance.speeds.empty()
                      ? "first division (from [parallel.balance] speeds):"
-                     : "first division (equal; I-DAT, when on, measures the speeds from the first step):",
+                     : "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"
+                       "  `dptrain profile --compute` measures them beforehand):",
                  Balancer(o, ranks).shares(batch), speeds);
   const auto& slow = job.cluster.emulate.slowdown;
   if (!slow.empty()) {

@@ -1,6 +1,8 @@
-// `dptrain profile --collectives`: the allreduce of every algorithm over a range of sizes on this launch,
-// printed as nccl-tests prints it (size, count, time, algbw, busbw, #wrong, out of place and in place),
-// or as JSON lines. Outside an MPI job it relaunches itself under mpirun like `run`.
+// `dptrain profile`: measurements of this launch. --compute: each rank's forward+backward speed on the
+// job's model (and the [parallel.balance] speeds I-DAT could start from). --collectives: the allreduce of
+// every algorithm over a range of sizes, printed as nccl-tests prints it (size, count, time, algbw,
+// busbw, #wrong, out of place and in place). --json for machines. Outside an MPI job it relaunches itself
+// under mpirun like `run`.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,20 +16,25 @@
 #include "lib/core/error.h"
 #include "lib/job/job.h"
 #include "lib/launch/launcher.h"
+#include "lib/train/speed_probe.h"
 
 namespace dp::app {
 namespace {
 
 LaunchSection launch_of(const ProfileCommand& cmd) {
   LaunchSection launch;
-  if (!cmd.job_path.empty()) launch = load_job(cmd.job_path, {}).launch;
+  if (!cmd.job_path.empty()) launch = load_job(cmd.job_path, cmd.overrides).launch;
   if (cmd.ranks > 0) launch.ranks = cmd.ranks;
   return launch;
 }
 
 void check(const ProfileCommand& cmd) {
-  if (!cmd.collectives)
-    throw UsageError("profile", "nothing to profile", "give --collectives (the only measurement so far)");
+  if (!cmd.collectives && !cmd.compute)
+    throw UsageError("profile", "nothing to profile", "give --compute JOB.toml and/or --collectives");
+  if (cmd.compute && cmd.job_path.empty())
+    throw UsageError("profile --compute", "needs a job file (its model and data are what is timed)",
+                     "dptrain profile --compute JOB.toml");
+  if (cmd.compute) (void)load_job(cmd.job_path, cmd.overrides);  // bad job files fail here, before mpirun
   if (cmd.min_bytes < 4 || cmd.max_bytes < cmd.min_bytes)
     throw UsageError("profile", fmt::format("--min-bytes {} --max-bytes {}: need 4 <= min <= max", cmd.min_bytes,
                                             cmd.max_bytes), "for example --min-bytes 8 --max-bytes 268435456");
@@ -41,9 +48,40 @@ std::string row_json(const CollectiveBenchResult& r, std::string_view algorithm,
                      algorithm, in_place, r.bytes, r.count, ranks, r.time_us, r.algbw, r.busbw, r.wrong);
 }
 
+void profile_compute(const ProfileCommand& cmd, Communicator& world) {
+  const Job job = load_job(cmd.job_path, cmd.overrides);
+  const SpeedProbe mine = measure_compute_speed(job, world, cmd.compute_steps, 3);
+  const auto all = world.allgather_value(mine);
+  if (world.rank() != 0) return;
+  double fastest = 0;
+  for (const SpeedProbe& p : all) fastest = std::max(fastest, p.samples_per_second);
+  if (!cmd.json)
+    std::printf("# dptrain profile --compute: %s, forward+backward of an equal share of the global batch (%lld), "
+                "median of %d steps\n#%5s %8s %12s %10s %12s %9s\n", job.model.type.c_str(),
+                (long long)job.train.global_batch, cmd.compute_steps, "rank", "threads", "local batch", "step ms",
+                "samples/s", "relative");
+  std::string speeds;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const SpeedProbe& p = all[r];
+    const double rel = fastest > 0 ? p.samples_per_second / fastest : 0;
+    speeds += fmt::format("{}{:.3g}", r ? ", " : "", rel);
+    if (cmd.json)
+      std::printf(R"({"measure": "compute", "rank": %zu, "threads": %d, "local_batch": %lld, "step_ms": %.4f, )"
+                  R"("samples_per_sec": %.2f, "relative": %.4f})" "\n",
+                  r, p.threads, (long long)p.local_batch, p.step_ms, p.samples_per_second, rel);
+    else
+      std::printf(" %5zu %8d %12lld %10.3f %12.1f %9.3f\n", r, p.threads, (long long)p.local_batch, p.step_ms,
+                  p.samples_per_second, rel);
+  }
+  if (!cmd.json) std::printf("# for I-DAT's first division:\n[parallel.balance]\nspeeds = [%s]\n", speeds.c_str());
+  std::fflush(stdout);
+}
+
 int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   MpiRuntime mpi(process.argc, process.argv);
   auto world = mpi_world();
+  if (cmd.compute) profile_compute(cmd, *world);
+  if (!cmd.collectives) return 0;
   const bool leader = world->rank() == 0;
   const int n = world->size();
   if (leader && !cmd.json) {

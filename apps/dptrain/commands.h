@@ -24,7 +24,10 @@ int cmd_run(const RunCommand& cmd, ProcessArgs process);
 
 struct ProfileCommand {
   bool collectives = false;             // --collectives: time the allreduce algorithms
+  bool compute = false;                 // --compute: each rank's compute speed on the job's model
+  int compute_steps = 20;               // --steps (timed forward+backward steps of --compute)
   std::string job_path;                 // optional: its [launch] section says where to run
+  std::vector<std::string> overrides;   // --set dotted.key=value
   int64_t ranks = 0;                    // --ranks (overrides the job's; default 2 without a job)
   std::vector<std::string> algorithms{"native", "ring"};
   int64_t min_bytes = 8, max_bytes = int64_t(256) << 20, factor = 4;

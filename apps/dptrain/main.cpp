@@ -60,11 +60,18 @@ int main(int argc, char** argv) {
   plan_cmd->callback([&] { status = cmd_plan(plan); });
 
   ProfileCommand profile;
-  auto* profile_cmd = app.add_subcommand("profile", "measure this launch: collective bandwidth (--collectives)");
+  auto* profile_cmd = app.add_subcommand("profile", "measure this launch: collectives (--collectives), compute "
+                                                    "speed per rank (--compute)");
   profile_cmd->add_option("job", profile.job_path, "a job file whose [launch] says where to run (optional)")
       ->type_name("JOB.toml");
   profile_cmd->add_flag("--collectives", profile.collectives,
                         "time allreduce per algorithm and size (nccl-tests style table)");
+  profile_cmd->add_flag("--compute", profile.compute,
+                        "time each rank's forward+backward on the job's model; suggests I-DAT speeds");
+  profile_cmd->add_option("--set", profile.overrides, "override a job key, validated like the file (repeatable)")
+      ->type_name("KEY=VALUE")->allow_extra_args(false);
+  profile_cmd->add_option("--steps", profile.compute_steps, "timed steps of --compute (default 20)")
+      ->check(CLI::PositiveNumber)->type_name("N");
   profile_cmd->add_option("--ranks", profile.ranks, "ranks to launch (default: the job's, else 2)")
       ->check(CLI::PositiveNumber)->type_name("N");
   profile_cmd->add_option("--algorithms", profile.algorithms, "comma-separated: native, ring")

@@ -269,6 +269,7 @@ expect_error "profile with an unknown algorithm" 2 "rign|valid: native, ring" --
   "$DPTRAIN" profile --collectives --algorithms native,rign
 expect_error "profile with sizes out of order" 2 "--min-bytes|--max-bytes" -- \
   "$DPTRAIN" profile --collectives --min-bytes 100 --max-bytes 10
+expect_error "profile --compute without a job" 2 "profile --compute|needs a job file" -- "$DPTRAIN" profile --compute
 expect_error "plan of a missing job file" 2 "missing.toml|cannot read" -- "$DPTRAIN" plan missing.toml
 expect_error "plan with a bad override" 2 "parallel.balance.mode|idta" -- \
   "$DPTRAIN" plan good.toml --set parallel.balance.mode=idta
