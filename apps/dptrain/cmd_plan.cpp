@@ -10,6 +10,7 @@
 #include "lib/data/dataset.h"
 #include "lib/job/job.h"
 #include "lib/mra/mra.h"
+#include "lib/train/run_setup.h"
 #include "models/model.h"
 
 namespace dp::app {
@@ -35,10 +36,7 @@ int cmd_plan(const PlanCommand& cmd) {
 
   const std::vector<double> equal_speeds(size_t(ranks), 1.0);
   std::vector<double> speeds = job.parallel.balance.speeds.empty() ? equal_speeds : job.parallel.balance.speeds;
-  BalanceOptions o;
-  o.mode = job.parallel.balance.mode;
-  o.initial_speeds = job.parallel.balance.speeds;
-  if (job.parallel.balance.max_share > 0) o.max_share.assign(size_t(ranks), job.parallel.balance.max_share);
+  const BalanceOptions o = train_detail::balance_options(job, ranks);
   print_division(job.parallel.balance.mode == "idat" && !job.parallel.balance.speeds.empty()
                      ? "first division (from [parallel.balance] speeds):"
                      : "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"

@@ -134,26 +134,12 @@ int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   return wrong_total == 0 ? 0 : 1;
 }
 
-int launch(const ProfileCommand& cmd, ProcessArgs process) {
-  const LaunchSection launch = launch_of(cmd);
-  std::vector<std::string> self_args;
-  for (int i = 1; i < *process.argc; ++i)
-    if (std::string_view((*process.argv)[i]) != "--dry-run") self_args.emplace_back((*process.argv)[i]);
-  const auto argv = mpirun_command(launch, this_host(), self_args);
-  if (cmd.dry_run) {
-    std::printf("%s\n", shell_line(argv).c_str());
-    return 0;
-  }
-  std::fprintf(stderr, "dptrain: running %s\n", shell_line(argv).c_str());
-  return run_and_wait(argv);
-}
-
 }  // namespace
 
 int cmd_profile(const ProfileCommand& cmd, ProcessArgs process) {
   check(cmd);
   if (!cmd.dry_run && inside_mpi_job([](const char* v) { return std::getenv(v); })) return profile_rank(cmd, process);
-  return launch(cmd, process);
+  return relaunch_under_mpirun(launch_of(cmd), process, cmd.dry_run);
 }
 
 }  // namespace dp::app

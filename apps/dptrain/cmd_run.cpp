@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <string_view>
 
 #include "apps/dptrain/commands.h"
 #include "lib/comm/communicator.h"
@@ -28,21 +27,12 @@ RunOptions run_options(const RunCommand& cmd) {
 int launch(const RunCommand& cmd, ProcessArgs process) {
   const Job job = load_job(cmd.job_path, cmd.overrides);
   check_run_inputs(job, run_options(cmd));
-  // The ranks get this command line without --dry-run, so the printed command is the one a run executes.
-  std::vector<std::string> self_args;
-  for (int i = 1; i < *process.argc; ++i)
-    if (std::string_view((*process.argv)[i]) != "--dry-run") self_args.emplace_back((*process.argv)[i]);
   // mpirun gives ranks a pseudo-terminal, so only this process can tell whether output is a terminal.
+  std::vector<std::string> extra;
   if (job.log.progress == "auto")
-    self_args.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
-                                                                        : "--set=log.progress=plain");
-  const auto argv = mpirun_command(job.launch, this_host(), self_args);
-  if (cmd.dry_run) {
-    std::printf("%s\n", shell_line(argv).c_str());
-    return 0;
-  }
-  std::fprintf(stderr, "dptrain: running %s\n", shell_line(argv).c_str());
-  return run_and_wait(argv);
+    extra.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
+                                                                    : "--set=log.progress=plain");
+  return relaunch_under_mpirun(job.launch, process, cmd.dry_run, extra);
 }
 
 int run_rank(const RunCommand& cmd, ProcessArgs process) {

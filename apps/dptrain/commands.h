@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/job/job.h"
+
 namespace dp::app {
 
 // Process arguments, for subcommands that start MPI or relaunch themselves.
@@ -41,6 +43,11 @@ struct PlanCommand {
   std::vector<std::string> overrides;  // --set dotted.key=value
 };
 int cmd_plan(const PlanCommand& cmd);
+
+// Outside an MPI job: runs this same command line (less --dry-run, plus extra_args) on the ranks of
+// `launch` through mpirun and returns its exit status; with dry_run, prints the mpirun command instead.
+int relaunch_under_mpirun(const LaunchSection& launch, ProcessArgs process, bool dry_run,
+                          const std::vector<std::string>& extra_args = {});
 
 // "dptrain 0.1.0" and the compiled-in backends.
 std::string version_text();

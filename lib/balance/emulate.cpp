@@ -2,7 +2,9 @@
 #include "lib/balance/emulate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "lib/core/rng.h"
 
@@ -33,6 +35,11 @@ double SlowdownEmulator::factor(int64_t step) {
     f *= std::exp(walk_log_);
   }
   return std::max(1.0, f);
+}
+
+void SlowdownEmulator::delay(int64_t step, double compute_seconds) {
+  if (!active()) return;
+  std::this_thread::sleep_for(std::chrono::duration<double>((factor(step) - 1.0) * compute_seconds));
 }
 
 }  // namespace dp

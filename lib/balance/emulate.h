@@ -16,6 +16,9 @@ class SlowdownEmulator {
   // The factor (>= 1) of 0-based step `step`. Steps must be asked in increasing order (the random walk
   // advances; asking for an earlier step replays it from the start).
   double factor(int64_t step);
+  // After a step's compute that took `compute_seconds`: sleeps (factor(step) - 1) times that, so the rank
+  // is as slow as emulated while leaving its core to others. No-op when nothing is emulated.
+  void delay(int64_t step, double compute_seconds);
 
  private:
   EmulateSection spec_;

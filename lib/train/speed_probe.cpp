@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
@@ -29,11 +28,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
     const auto mine = rank_indices(order, job.train.global_batch, step, shares, comm.rank());
     const auto t0 = std::chrono::steady_clock::now();
     model->forward_backward(gather_batch(data.train, mine, buffer), 1.0f);
-    if (emulator.active()) {
-      const double f = emulator.factor(i);
-      std::this_thread::sleep_for(std::chrono::duration<double>(
-          (f - 1.0) * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
-    }
+    emulator.delay(i, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "kernels/cpu/ops.h"
 #include "kernels/kernel_table.h"
@@ -143,11 +142,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     const double terms = double(batch * terms_per_sample);
     const StepStats local = model.forward_backward(gather_batch(train_set, mine, buffer), float(1.0 / terms));
     kernels->synchronize();  // GPU work is asynchronous: time the backward, not its launch
-    if (emulator.active()) {  // an emulated slower machine: idle, so it takes no core from the others
-      const double f = emulator.factor(step);
-      std::this_thread::sleep_for(std::chrono::duration<double>((f - 1.0) * std::chrono::duration<double>(
-                                                                                  Clock::now() - t0).count()));
-    }
+    emulator.delay(step, std::chrono::duration<double>(Clock::now() - t0).count());  // an emulated slower machine
     const auto t1 = Clock::now();
     // Sum the gradients and update (the rest of it, under MRA), then the loss statistics.
     const SyncTimes sync = update.finish();
