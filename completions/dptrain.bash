@@ -17,11 +17,13 @@ _dptrain_keys=(
   train.epochs train.steps train.global_batch train.eval_every train.threads train.device train.precision
   parallel.strategy
   parallel.comm.algorithm parallel.comm.bucket_mb parallel.comm.first_bucket_mb parallel.comm.overlap
+  parallel.comm.overlap_forward
   parallel.comm.sharded_update
   parallel.balance.mode parallel.balance.every parallel.balance.threshold parallel.balance.speeds
   parallel.balance.max_share
   cluster.emulate.slowdown cluster.emulate.fluctuate_rank cluster.emulate.fluctuate_from
   cluster.emulate.fluctuate_to cluster.emulate.fluctuate_factor cluster.emulate.random_walk
+  cluster.emulate.link_gbps cluster.emulate.link_latency_us
   launch.ranks launch.hosts launch.mpirun_args launch.mpirun
   checkpoint.enabled checkpoint.every checkpoint.keep
   log.every log.progress
@@ -40,7 +42,7 @@ _dptrain_values() {
     train.precision) echo fp32 bf16 ;;
     parallel.strategy) echo data ;;
     parallel.comm.algorithm) echo native ring mra ;;
-    parallel.comm.overlap | parallel.comm.sharded_update) echo true false ;;
+    parallel.comm.overlap | parallel.comm.overlap_forward | parallel.comm.sharded_update) echo true false ;;
     parallel.balance.mode) echo equal idat ;;
     checkpoint.enabled) echo true false ;;
     log.progress) echo auto bar plain none ;;

@@ -130,7 +130,9 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
 void Cnn::forward(const float* x, int64_t n) {
   const float* in = x;
   float* ws = workspace_.data();
-  for (Unit& u : units_) {
+  for (size_t i = 0; i < units_.size(); ++i) {
+    Unit& u = units_[i];
+    parameters_needed(i + 1 < units_.size() ? units_[i + 1].conv1.w_offset : fc_w_offset_);  // unit i's
     const size_t out = size_t(n * u.out_size);
     u.conv1.shape.n = n;
     u.c1.grow(out);
@@ -159,6 +161,7 @@ void Cnn::forward(const float* x, int64_t n) {
   pooled_.grow(size_t(n * c));
   logits_.grow(size_t(n * classes_));
   k_.global_avg_pool_forward(in, pooled_.data(), n, c, spatial);
+  parameters_needed(int64_t(params_.size()));
   k_.linear_forward(pooled_.data(), p(fc_w_offset_), p(fc_b_offset_), logits_.data(), n, c, classes_);
 }
 

@@ -181,11 +181,15 @@ void Gpt::stage_batch(const Batch& b, const int32_t** tokens, const int32_t** ta
 void Gpt::forward(const int32_t* tokens, int64_t n) {
   resize(n);
   const int64_t N = n * t_, C = c_;
+  // Parameters are laid out in this order: embeddings, blocks, final norm (and an untied head).
+  auto block_start = [&](size_t l) { return l < blocks_.size() ? blocks_[l].ln1_g : lnf_g_; };
+  parameters_needed(block_start(0));
   k_.embedding_forward(tokens, p(wte_), p(wpe_), encoded_.data(), n, t_, C);
   const float* x = encoded_.data();  // the residual stream entering the block
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const Block& bk = blocks_[l];
     BlockActs& a = acts_[l];
+    parameters_needed(block_start(l + 1));
     k_.layernorm_forward(x, p(bk.ln1_g), p(bk.ln1_b), a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(),
                            N, C);
     k_.linear_forward(a.ln1.data(), p(bk.qkv_w), p(bk.qkv_b), a.qkv.data(), N, C, 3 * C);
@@ -200,6 +204,7 @@ void Gpt::forward(const int32_t* tokens, int64_t n) {
     k_.add(a.res1.data(), tmp_.data(), a.res2.data(), N * C);
     x = a.res2.data();
   }
+  parameters_needed(int64_t(params_.size()));
   k_.layernorm_forward(x, p(lnf_g_), p(lnf_b_), lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), N, C);
   k_.linear_forward(lnf_.data(), p(head_w_), zero_bias_.data(), logits_.data(), N, C, v_);
 }

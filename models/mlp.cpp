@@ -41,6 +41,7 @@ void Mlp::forward(const float* x, int64_t n) {
   const float* in = x;
   for (size_t l = 0; l < dense_.size(); ++l) {
     const Dense& d = dense_[l];
+    parameters_needed(d.b_offset + d.out);
     acts_[l].grow(size_t(n * d.out));
     float* out = acts_[l].data();
     k_.linear_forward(in, p(d.w_offset), p(d.b_offset), out, n, d.in, d.out);

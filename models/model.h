@@ -57,6 +57,11 @@ class Model {
   // means the kernels that write them are queued on the default stream.
   using GradientsReady = std::function<void(int64_t offset)>;
   void on_gradients_ready(GradientsReady hook) { gradients_ready_ = std::move(hook); }
+  // Called during the forward pass before a layer reads its parameters, with the end of all parameters
+  // read so far (increasing to the parameter count): returns once [0, end) is final, so the previous
+  // step's parameters can still be arriving while the first layers compute.
+  using ParametersNeeded = std::function<void(int64_t end)>;
+  void on_parameters_needed(ParametersNeeded hook) { parameters_needed_ = std::move(hook); }
 
   // Forward and backward on a batch. Overwrites grads() with loss_scale * d(sum of loss terms)/d(params);
   // b.n may be 0 (gradients become zero).
@@ -77,6 +82,9 @@ class Model {
   void gradients_ready(int64_t offset) {
     if (gradients_ready_) gradients_ready_(offset);
   }
+  void parameters_needed(int64_t end) {
+    if (parameters_needed_) parameters_needed_(end);
+  }
   // Allocates the parameter and gradient buffers (gradients zero) and fills the parameters from `initial`.
   void set_parameters(const std::vector<float>& initial);
   // A batch's arrays where this backend's kernels can read them: the host pointer itself on the CPU, or
@@ -96,6 +104,7 @@ class Model {
 
  private:
   GradientsReady gradients_ready_;
+  ParametersNeeded parameters_needed_;
 };
 
 // Builds the model [model] describes for samples of `shape`, running on the kernels `k`; parameters are

@@ -1,13 +1,15 @@
 // `dptrain profile`: measurements of this launch. --compute: each rank's forward+backward speed on the
 // job's model (and the [parallel.balance] speeds I-DAT could start from). --collectives: the allreduce of
 // every algorithm over a range of sizes, printed as nccl-tests prints it (size, count, time, algbw,
-// busbw, #wrong, out of place and in place). --json for machines. Outside an MPI job it relaunches itself
+// busbw, #wrong, out of place and in place), over the job's emulated links if it has them. --json for
+// machines. Outside an MPI job it relaunches itself
 // under mpirun like `run`.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string_view>
 
 #include "apps/dptrain/commands.h"
@@ -16,6 +18,7 @@
 #include "lib/core/error.h"
 #include "lib/job/job.h"
 #include "lib/launch/launcher.h"
+#include "lib/train/run_setup.h"
 #include "lib/train/speed_probe.h"
 
 namespace dp::app {
@@ -79,14 +82,19 @@ void profile_compute(const ProfileCommand& cmd, Communicator& world) {
 
 int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   MpiRuntime mpi(process.argc, process.argv);
-  auto world = mpi_world();
+  auto launched = mpi_world();
+  // With a job, its [cluster.emulate] links pace what is measured.
+  const std::optional<Job> job =
+      cmd.job_path.empty() ? std::nullopt : std::optional<Job>(load_job(cmd.job_path, cmd.overrides));
+  const auto paced = job ? train_detail::paced_by_job_links(*job, *launched) : nullptr;
+  Communicator* world = paced ? paced.get() : launched.get();
   if (cmd.compute) profile_compute(cmd, *world);
   if (!cmd.collectives) return 0;
   const bool leader = world->rank() == 0;
   const int n = world->size();
   if (leader && !cmd.json) {
-    std::printf("# dptrain profile --collectives: allreduce (sum) of float32 on %d rank(s), host %s\n", n,
-                world->host().c_str());
+    std::printf("# dptrain profile --collectives: allreduce (sum) of float32 on %d rank(s), host %s%s\n", n,
+                world->host().c_str(), job && paced ? (", " + train_detail::links_text(*job)).c_str() : "");
     std::printf("# busbw = algbw * 2(n-1)/n; #wrong counts elements that differ from the exact sum\n");
     std::printf("#%11s %12s %9s | %s | %s\n", "size", "count", "algorithm",
                 "out-of-place: time(us) algbw(GB/s) busbw(GB/s) #wrong",

@@ -83,6 +83,7 @@ struct CommSection {
   double bucket_mb = 25.0;       // bucket size in MB (1e6 bytes) of fp32 gradients
   double first_bucket_mb = 1.0;  // the first bucket (the last layers): smaller, so communication starts early
   bool overlap = true;           // mra: reduce-scatter buckets while backward still runs
+  bool overlap_forward = true;   // mra with overlap: all-gather updated parameters into the next forward
   bool sharded_update = true;    // mra: optimizer state sharded across ranks too
 };
 
@@ -103,6 +104,7 @@ struct ParallelSection {
 
 // [cluster.emulate]: heterogeneity on purpose, to test balancing on one machine. A rank slowed by factor
 // f sleeps (f - 1) x its measured compute time after computing, so it does not take cores from others.
+// Emulated links sleep too, so ranks on one machine communicate as if over a network.
 struct EmulateSection {
   std::vector<double> slowdown;  // compute-time factor per rank (>= 1); empty: none
   int64_t fluctuate_rank = -1;   // this rank (0-based; -1: none) is slowed by fluctuate_factor (on top
@@ -111,6 +113,8 @@ struct EmulateSection {
   double fluctuate_factor = 1.0;
   double random_walk = 0.0;      // per-step standard deviation of every rank's log slowdown (a seeded
                                  // random walk, factors kept >= 1); 0: off
+  double link_gbps = 0.0;        // every rank's network link, in Gbit/s each way (lib/comm/emulated_links.h):
+  double link_latency_us = 0.0;  //   transfers take at least bytes / bandwidth + latency; 0, 0: off
 };
 
 struct ClusterSection {

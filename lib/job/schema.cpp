@@ -165,6 +165,7 @@ const std::vector<KeySpec>& schema() {
        DP_RULE(positive(j.parallel.comm.bucket_mb)), {}},
       {"parallel.comm", "first_bucket_mb", DP_FIELD(parallel.comm.first_bucket_mb), check_first_bucket, {}},
       {"parallel.comm", "overlap", DP_FIELD(parallel.comm.overlap), nullptr, {}},
+      {"parallel.comm", "overlap_forward", DP_FIELD(parallel.comm.overlap_forward), nullptr, {}},
       {"parallel.comm", "sharded_update", DP_FIELD(parallel.comm.sharded_update), nullptr, {}},
 
       {"parallel.balance", "mode", DP_FIELD(parallel.balance.mode), nullptr, kBalanceModes},
@@ -186,6 +187,10 @@ const std::vector<KeySpec>& schema() {
        DP_RULE(at_least_number(j.cluster.emulate.fluctuate_factor, 1)), {}},
       {"cluster.emulate", "random_walk", DP_FIELD(cluster.emulate.random_walk),
        DP_RULE(non_negative(j.cluster.emulate.random_walk)), {}},
+      {"cluster.emulate", "link_gbps", DP_FIELD(cluster.emulate.link_gbps),
+       DP_RULE(non_negative(j.cluster.emulate.link_gbps)), {}},
+      {"cluster.emulate", "link_latency_us", DP_FIELD(cluster.emulate.link_latency_us),
+       DP_RULE(non_negative(j.cluster.emulate.link_latency_us)), {}},
 
       {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(at_least(j.launch.ranks, 1)), {}},
       {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts, {}},

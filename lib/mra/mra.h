@@ -7,7 +7,10 @@
 //       early). As soon as backward has finished a bucket it is reduce-scattered, each rank updates its
 //       shard of it (optimizer state exists only for that shard), and the updated shard is all-gathered:
 //       reduce-scatter, update and all-gather run on a communication thread while backward continues
-//       (overlap), so a step ends with only the first layers' bucket still in flight.
+//       (overlap), so a step ends with only the first layers' bucket still in flight. With
+//       overlap_forward the all-gathers wait until every bucket is updated and then run first layers
+//       first into the next step's forward, whose layers each wait only for their own bucket (the
+//       model's parameters-needed hook): the step ends as soon as the update is done.
 //
 // Pure data in, a plan out (plan_buckets), and one object per run that the trainer drives each step:
 // begin_step, the model's gradients-ready hook, finish_step. Communication uses a communicator of its own
@@ -31,6 +34,7 @@ struct GradSyncOptions {
   int64_t bucket_bytes = 25'000'000;   // MRA bucket size (fp32 gradients)
   int64_t first_bucket_bytes = 1'000'000;
   bool overlap = true;                 // MRA: communicate on a thread while backward runs
+  bool overlap_forward = true;         // MRA with overlap: all-gather into the next step's forward
   bool sharded_update = true;          // MRA: update (and keep optimizer state for) this rank's shard only
 };
 
@@ -66,8 +70,15 @@ class GradientSync {
   virtual void begin_step(Updater update) = 0;
   // The model's gradients-ready hook (Model::on_gradients_ready).
   virtual void gradients_ready(int64_t offset) = 0;
-  // After backward: completes the sums and the update. On return every rank holds the same parameters.
+  // After backward: completes the sums and the update. On return every rank holds the same parameters,
+  // except that with overlap_forward they may still be arriving: parameters_needed and settle wait.
   virtual SyncTimes finish_step() = 0;
+  // The model's parameters-needed hook (Model::on_parameters_needed): returns once [0, end) is final.
+  virtual void parameters_needed(int64_t /*end*/) {}
+  // Waiting in parameters_needed since begin_step (exposed communication inside the forward), in ms.
+  virtual double forward_wait_ms() const { return 0; }
+  // Returns once every parameter is final (before evaluating, checkpointing or reading them).
+  virtual void settle() {}
   // Checkpoints. Collective: every rank calls it. This rank's optimizer state (slot major over
   // state_count()) to the whole state (slot major over all parameters), and back.
   virtual std::vector<float> full_state(std::span<const float> mine, int slots) = 0;

@@ -17,7 +17,8 @@ class MraSync final : public GradientSync {
  public:
   MraSync(const GradSyncOptions& o, Communicator& comm, std::span<float> params, std::span<float> grads,
           const std::vector<ParamRange>& layers)
-      : options_(o), comm_(comm.split(0, comm.rank())), params_(params), grads_(grads) {
+      : options_(o), comm_(comm.split(0, comm.rank())), params_(params), grads_(grads),
+        defer_gather_(o.overlap && o.overlap_forward), final_end_(int64_t(params.size())) {
     buckets_ = plan_buckets(layers, int64_t(params.size()), o.bucket_bytes, o.first_bucket_bytes);
     for (const ParamRange& b : buckets_) {
       const ShardRange r = o.sharded_update ? shard_range(size_t(b.count), comm_->size(), comm_->rank())
@@ -40,29 +41,32 @@ class MraSync final : public GradientSync {
   }
 
   std::string describe() const override {
-    return fmt::format("MRA: {} bucket(s) of up to {:g} MB (first {:g} MB), {}{}, {}",
+    return fmt::format("MRA: {} bucket(s) of up to {:g} MB (first {:g} MB), {}{}, {}{}",
                        buckets_.size(), double(options_.bucket_bytes) / 1e6,
                        double(options_.first_bucket_bytes) / 1e6,
                        options_.sharded_update ? "ring reduce-scatter" : "ring allreduce",
                        options_.overlap ? " overlapping backward" : " after backward",
-                       options_.sharded_update ? "sharded update fused into it, all-gather" : "full update");
+                       options_.sharded_update ? "sharded update fused into it, all-gather" : "full update",
+                       defer_gather_ ? " overlapping the next forward" : "");
   }
   int64_t state_count() const override { return state_count_; }
 
   void begin_step(Updater update) override {
     std::lock_guard lock(mutex_);
     update_ = std::move(update);
-    submitted_ = done_ = 0;
+    step_base_ = steps_begun_++ * int64_t(buckets_.size());
     update_ms_ = 0;
-    error_ = nullptr;
+    forward_wait_ms_ = 0;
   }
 
   void gradients_ready(int64_t offset) override {
+    int64_t ready = 0;  // buckets of this step that backward has finished: a prefix of buckets_
+    while (ready < int64_t(buckets_.size()) && buckets_[size_t(ready)].offset >= offset) ++ready;
     std::unique_lock lock(mutex_);
-    const size_t before = submitted_;
-    while (submitted_ < buckets_.size() && buckets_[submitted_].offset >= offset) ++submitted_;
+    if (step_base_ + ready <= submitted_) return;
+    submitted_ = step_base_ + ready;
     lock.unlock();
-    if (submitted_ != before) wake_.notify_one();
+    wake_.notify_one();
   }
 
   SyncTimes finish_step() override {
@@ -70,10 +74,13 @@ class MraSync final : public GradientSync {
     gradients_ready(0);  // everything is final now
     if (options_.overlap) {
       std::unique_lock lock(mutex_);
-      finished_.wait(lock, [&] { return done_ == buckets_.size(); });
+      finished_.wait(lock, [&] { return reduced_ == step_base_ + int64_t(buckets_.size()); });
       if (error_) std::rethrow_exception(error_);
     } else {
-      for (size_t b = 0; b < buckets_.size(); ++b) process(b);
+      for (size_t b = 0; b < buckets_.size(); ++b) {
+        reduce_and_update(b);
+        gather(b);
+      }
     }
     SyncTimes t;
     t.comm_ms = ms_between(t0, sync_clock::now());
@@ -82,8 +89,22 @@ class MraSync final : public GradientSync {
     return t;
   }
 
+  void parameters_needed(int64_t end) override {
+    if (!defer_gather_) return;
+    std::unique_lock lock(mutex_);
+    if (final_end_ >= end && !error_) return;
+    const auto t0 = sync_clock::now();
+    gathered_.wait(lock, [&] { return final_end_ >= end || error_; });
+    if (error_) std::rethrow_exception(error_);
+    forward_wait_ms_ += ms_between(t0, sync_clock::now());
+  }
+  double forward_wait_ms() const override { return forward_wait_ms_; }
+
+  void settle() override { parameters_needed(int64_t(params_.size())); }
+
   std::vector<float> full_state(std::span<const float> mine, int slots) override {
     if (!options_.sharded_update) return {mine.begin(), mine.end()};
+    settle();  // the communicator is the worker's until its all-gathers are done
     const size_t total = params_.size();
     std::vector<float> full(size_t(slots) * total, 0.0f);
     for (int s = 0; s < slots; ++s)
@@ -106,10 +127,10 @@ class MraSync final : public GradientSync {
   }
 
  private:
-  // One bucket: sum its gradients, update this rank's part, and share the updated parameters. Sharded, the
-  // update is fused into the reduce-scatter: each segment of the shard is updated as soon as its sum is
-  // complete, while the gradients are still in cache and the next segment is in flight.
-  void process(size_t b) {
+  // Sums bucket b's gradients and updates this rank's part. Sharded, the update is fused into the
+  // reduce-scatter: each segment of the shard is updated as soon as its sum is complete, while the
+  // gradients are still in cache and the next segment is in flight.
+  void reduce_and_update(size_t b) {
     const ParamRange bucket = buckets_[b], shard = shards_[b];
     auto grads = grads_.subspan(size_t(bucket.offset), size_t(bucket.count));
     auto params = params_.subspan(size_t(bucket.offset), size_t(bucket.count));
@@ -124,8 +145,6 @@ class MraSync final : public GradientSync {
     if (options_.sharded_update) {
       ring.on_shard_piece = [&](size_t offset, size_t count) { update(int64_t(offset), int64_t(count)); };
       reduce_scatter(*comm_, grads, ring);
-      ring.on_shard_piece = nullptr;
-      allgather_shards(*comm_, params, ring);  // everyone's updated shards
     } else {
       allreduce(*comm_, grads, ring);
       update(0, bucket.count);
@@ -134,26 +153,53 @@ class MraSync final : public GradientSync {
     update_ms_ += ms;
   }
 
+  // Shares bucket b's updated shards (nothing to share when every rank updated all of it).
+  void gather(size_t b) {
+    if (!options_.sharded_update) return;
+    const ParamRange bucket = buckets_[b];
+    const CollectiveOptions ring{CollectiveAlgorithm::ring, kDefaultSegmentBytes, {}};
+    allgather_shards(*comm_, params_.subspan(size_t(bucket.offset), size_t(bucket.count)), ring);
+  }
+
+  // Runs fn unless an earlier job failed; a failure is kept for the waiting threads.
+  template <class Fn>
+  void guarded(std::unique_lock<std::mutex>& lock, Fn fn) {
+    const bool failed = error_ != nullptr;
+    lock.unlock();
+    if (!failed) {
+      try {
+        fn();
+      } catch (...) {
+        std::lock_guard relock(mutex_);
+        error_ = std::current_exception();
+      }
+    }
+    lock.lock();
+  }
+
   // The communication thread: buckets in the order backward submitted them (the same on every rank).
+  // Deferred, the all-gathers follow the step's last update, first layers (the last bucket) first.
   void work() {
+    const size_t count = buckets_.size();
     std::unique_lock lock(mutex_);
     while (true) {
-      wake_.wait(lock, [&] { return stop_ || done_ < submitted_; });
+      wake_.wait(lock, [&] { return stop_ || reduced_ < submitted_; });
       if (stop_) return;
-      const size_t b = done_;
-      const bool failed = error_ != nullptr;
-      lock.unlock();
-      if (!failed) {
-        try {
-          process(b);
-        } catch (...) {
-          std::lock_guard relock(mutex_);
-          error_ = std::current_exception();
-        }
+      const size_t b = size_t(reduced_ % int64_t(count));
+      guarded(lock, [&] {
+        reduce_and_update(b);
+        if (!defer_gather_) gather(b);
+      });
+      ++reduced_;
+      const bool last = b + 1 == count;
+      if (last && defer_gather_) final_end_ = 0;  // before finish_step can return
+      if (last || error_) finished_.notify_all();
+      if (!last || !defer_gather_) continue;
+      for (size_t g = count; g-- > 0;) {
+        guarded(lock, [&] { gather(g); });
+        final_end_ = buckets_[g].end();
+        gathered_.notify_all();
       }
-      lock.lock();
-      ++done_;
-      if (done_ == buckets_.size()) finished_.notify_all();
     }
   }
 
@@ -163,12 +209,15 @@ class MraSync final : public GradientSync {
   std::vector<ParamRange> buckets_, shards_;  // shards_[b]: this rank's part of bucket b (absolute offsets)
   std::vector<int64_t> state_offsets_;        // where bucket b's shard's optimizer state starts
   int64_t state_count_ = 0;
+  const bool defer_gather_;
 
+  // Buckets are counted over the whole run: step s's bucket b is number s * buckets + b.
   std::mutex mutex_;
-  std::condition_variable wake_, finished_;
+  std::condition_variable wake_, finished_, gathered_;
   Updater update_;
-  size_t submitted_ = 0, done_ = 0;
-  double update_ms_ = 0;
+  int64_t steps_begun_ = 0, step_base_ = 0, submitted_ = 0, reduced_ = 0;
+  int64_t final_end_;  // parameters [0, final_end_) are final (all of them unless all-gathers are pending)
+  double update_ms_ = 0, forward_wait_ms_ = 0;
   std::exception_ptr error_;
   bool stop_ = false;
   std::thread worker_;

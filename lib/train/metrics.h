@@ -12,7 +12,8 @@ namespace dp {
 struct StepTimes {
   double compute_ms = 0;  // batch gather, forward and backward (under MRA, overlapping communication)
   double wait_ms = 0;     // waiting for the slowest rank before gradient exchange (plain only)
-  double comm_ms = 0;     // gradient exchange the step waited for (MRA: what backward did not hide)
+  double comm_ms = 0;     // gradient exchange the step waited for (MRA: what backward did not hide, and
+                          // the forward's waits for parameters still being all-gathered)
   double update_ms = 0;   // optimizer (MRA: on the communication thread, mostly hidden)
   int64_t local_batch = 0;
 };

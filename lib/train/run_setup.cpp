@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "lib/comm/emulated_links.h"
 #include "lib/core/error.h"
 #include "lib/train/optimizer.h"
 
@@ -53,6 +54,19 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
 }
 
 // This rank's index among the ranks on its host (which GPU it drives).
+std::unique_ptr<Communicator> paced_by_job_links(const Job& job, Communicator& launched) {
+  const LinkModel link{job.cluster.emulate.link_gbps, job.cluster.emulate.link_latency_us};
+  return link.active() ? emulate_links(launched, link) : nullptr;
+}
+
+std::string links_text(const Job& job) {
+  const EmulateSection& e = job.cluster.emulate;
+  if (e.link_gbps <= 0 && e.link_latency_us <= 0) return "";
+  return fmt::format("emulated links of {} each way and {:g} us latency",
+                     e.link_gbps > 0 ? fmt::format("{:g} Gbit/s", e.link_gbps) : std::string("unlimited bandwidth"),
+                     e.link_latency_us);
+}
+
 int local_rank(Communicator& comm) {
   std::array<char, 256> mine{};
   const std::string host = comm.host();

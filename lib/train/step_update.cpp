@@ -19,6 +19,7 @@ GradSyncOptions grad_sync_options(const CommSection& c) {
   o.bucket_bytes = int64_t(c.bucket_mb * 1e6);
   o.first_bucket_bytes = int64_t(c.first_bucket_mb * 1e6);
   o.overlap = c.overlap;
+  o.overlap_forward = c.overlap_forward;
   o.sharded_update = c.sharded_update;
   return o;
 }
@@ -30,9 +31,13 @@ StepUpdate::StepUpdate(const Job& job, Communicator& comm, Model& model, std::un
   for (const LayerInfo& l : model.layers()) layers.push_back({l.param_offset, l.param_count});
   sync_ = make_gradient_sync(grad_sync_options(job.parallel.comm), comm, model.params(), model.grads(), layers);
   model.on_gradients_ready([this](int64_t offset) { sync_->gradients_ready(offset); });
+  model.on_parameters_needed([this](int64_t end) { sync_->parameters_needed(end); });
 }
 
-StepUpdate::~StepUpdate() { model_.on_gradients_ready(nullptr); }
+StepUpdate::~StepUpdate() {
+  model_.on_gradients_ready(nullptr);
+  model_.on_parameters_needed(nullptr);
+}
 
 std::string StepUpdate::describe() const {
   if (sync_) return sync_->describe();

@@ -28,8 +28,15 @@ class StepUpdate {
   int64_t state_count() const;
   // Before forward/backward: the update of this step will apply `opt` with learning rate lr.
   void begin(Optimizer& opt, double lr);
-  // After forward/backward: on return the parameters are updated identically on every rank.
+  // After forward/backward: on return the parameters are updated identically on every rank (under MRA's
+  // overlap_forward some may still be arriving; the next forward waits for each layer's own).
   SyncTimes finish();
+  // Milliseconds this step's forward waited for parameters still arriving from the previous step.
+  double forward_wait_ms() const { return sync_ ? sync_->forward_wait_ms() : 0; }
+  // Returns once every parameter is final: before evaluating, checkpointing or ending.
+  void settle() {
+    if (sync_) sync_->settle();
+  }
   // Checkpoints (collective): this rank's optimizer state <-> the whole state.
   std::vector<float> full_state(const Optimizer& opt);
   void load_state(Optimizer& opt, std::span<const float> full);

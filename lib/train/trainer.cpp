@@ -30,9 +30,6 @@ namespace {
 using namespace train_detail;
 
 using Clock = std::chrono::steady_clock;
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 // What each rank reports after a step, for the balancer (compute excludes waiting for others).
 struct RankStep {
@@ -47,8 +44,11 @@ void check_run_inputs(const Job& job, const RunOptions& opts) {
   (void)build_setup(job, opts, cpu_kernels());
 }
 
-RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
+RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) {
   const auto wall_start = Clock::now();
+  // Under emulated links every message of the run (MRA's thread included) is paced as on a network.
+  const std::unique_ptr<Communicator> paced = paced_by_job_links(job, launched);
+  Communicator& comm = paced ? *paced : launched;
   const bool leader = comm.rank() == 0;
   const int world = comm.size();
   cpu::set_compute_threads(default_threads(job, comm));
@@ -92,7 +92,8 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
                                device.kind == "cuda" ? ", " + job.train.precision + " GEMMs" : std::string(),
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
-    progress->note("gradients: " + update.describe());
+    progress->note("gradients: " + update.describe() +
+                   (links_text(job).empty() ? std::string() : "; " + links_text(job)));
     progress->note(fmt::format("batch division: {}; first step's shares: {}",
                                job.parallel.balance.mode == "idat"
                                    ? fmt::format("I-DAT (measured speeds, every {} step(s), threshold {:g})",
@@ -142,15 +143,18 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     const double terms = double(batch * terms_per_sample);
     const StepStats local = model.forward_backward(gather_batch(train_set, mine, buffer), float(1.0 / terms));
     kernels->synchronize();  // GPU work is asynchronous: time the backward, not its launch
-    emulator.delay(step, std::chrono::duration<double>(Clock::now() - t0).count());  // an emulated slower machine
+    // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
+    const double forward_wait_s = update.forward_wait_ms() / 1000;
+    emulator.delay(step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
     const auto t1 = Clock::now();
+    const double compute_s = std::chrono::duration<double>(t1 - t0).count() - forward_wait_s;
     // Sum the gradients and update (the rest of it, under MRA), then the loss statistics.
     const SyncTimes sync = update.finish();
     double sums[2] = {local.loss_sum, double(local.correct)};
     if (world > 1) comm.allreduce_sum(std::span<double>(sums, 2));
     const auto t4 = Clock::now();
     if (idat) {  // every rank learns every rank's compute speed, so all divide the next batch alike
-      const auto all = comm.allgather_value(RankStep{int64_t(mine.size()), std::chrono::duration<double>(t1 - t0).count()});
+      const auto all = comm.allgather_value(RankStep{int64_t(mine.size()), compute_s});
       std::vector<int64_t> batches;
       std::vector<double> seconds;
       for (const RankStep& r : all) {
@@ -168,7 +172,8 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     trained_samples += batch;
     last_loss = sums[0] / terms;
     result.losses.push_back(last_loss);
-    const StepTimes times{ms_between(t0, t1), sync.wait_ms, sync.comm_ms, sync.update_ms, int64_t(mine.size())};
+    const StepTimes times{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
+                          int64_t(mine.size())};
     const bool epoch_end = step % s.steps_per_epoch == 0;
     if (step % job.log.every == 0 || step == stop) {
       const auto all = comm.allgather_value(times);
@@ -183,6 +188,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     const bool ckpt_due = job.checkpoint.enabled &&
                           (job.checkpoint.every > 0 ? step % job.checkpoint.every == 0 : epoch_end);
     const bool last = step == s.total_steps;
+    if (eval_due || ckpt_due || last) update.settle();  // every parameter final
     if (leader && (eval_due || last)) {
       last_eval = evaluate(model, s.data.test, step, epoch);
       metrics->write(*last_eval);
@@ -205,6 +211,7 @@ RunResult train(const Job& job, Communicator& comm, const RunOptions& opts) {
     if (eval_due || ckpt_due || last) comm.barrier();
   }
 
+  update.settle();
   if (leader) {
     progress->finish();
     if (!last_eval) last_eval = evaluate(model, s.data.test, step, step / s.steps_per_epoch);

@@ -6,7 +6,9 @@
 #   fluctuating: 2 ranks, rank 1 at 0.4 during steps 60-120 of 180, against an oracle that knows every
 #                rank's speed at every step (computed from the measured speeds);
 #   with MRA:    I-DAT + MRA against plain data parallelism with equal shares on configs/comm_heavy.toml
-#                (batch 32) with rank 1 at half speed.
+#                (batch 32) with rank 1 at half speed, over shared memory (MRA without its thread, which
+#                only competes for the cores there) and over emulated 10 Gbit/s links ([cluster.emulate]
+#                link_gbps; MRA with its default overlap of backward and of the next forward).
 # Step times from metrics.jsonl (every step logged), steps 11 on; "ideal" = global batch / sum of the
 # ranks' measured speeds + the measured communication and update. With 4 ranks on this 2-core machine the
 # ranks share cores, so communication (which needs every rank scheduled) varies from run to run by
@@ -44,6 +46,10 @@ for ((i = 1; i <= REPS; i++)); do
     --set parallel.comm.algorithm=native --set "cluster.emulate.slowdown=[1,2]"
   run "m2.idat_mra.$i" configs/comm_heavy.toml idat 2 --set train.global_batch=32 \
     --set parallel.comm.algorithm=mra --set parallel.comm.overlap=false --set "cluster.emulate.slowdown=[1,2]"
+  link=(--set train.global_batch=32 --set "cluster.emulate.slowdown=[1,2]" --set cluster.emulate.link_gbps=10
+        --set cluster.emulate.link_latency_us=20)
+  run "n2.plain.$i" configs/comm_heavy.toml equal 2 "${link[@]}" --set parallel.comm.algorithm=native
+  run "n2.idat_mra.$i" configs/comm_heavy.toml idat 2 "${link[@]}" --set parallel.comm.algorithm=mra
 done
 
 python3 - "$work" "$REPS" "$STEPS" <<'PY'
@@ -108,5 +114,9 @@ print("  rank shares around the changes (run 1):", " ".join(f"{s}:{sh}" for s, s
 tp, *_ = summary("m2.plain")
 tm, *_ = summary("m2.idat_mra")
 print(f"{'comm_heavy, rank 1 at 0.5, 2 ranks':<34} plain+equal {tp:.2f} ms, I-DAT+MRA {tm:.2f} ms: speedup {tp / tm:.2f}x "
+      f"(seed: 1.37-1.66x)")
+tp, *_ = summary("n2.plain")
+tm, *_ = summary("n2.idat_mra")
+print(f"{'  the same over 10 Gbit/s links':<34} plain+equal {tp:.2f} ms, I-DAT+MRA {tm:.2f} ms: speedup {tp / tm:.2f}x "
       f"(seed: 1.37-1.66x)")
 PY

@@ -104,6 +104,8 @@ fluctuate_from = 10
 fluctuate_to = 20
 fluctuate_factor = 2.5
 random_walk = 0.05
+link_gbps = 10
+link_latency_us = 25.0
 
 [launch]
 ranks = 4

@@ -28,7 +28,8 @@ BOOST_AUTO_TEST_CASE(tables) {
              boost::test_tools::per_element());
   BOOST_TEST(jd::key_names("cluster.emulate") ==
                  (std::vector<std::string>{"slowdown", "fluctuate_rank", "fluctuate_from", "fluctuate_to",
-                                           "fluctuate_factor", "random_walk"}),
+                                           "fluctuate_factor", "random_walk", "link_gbps",
+                                           "link_latency_us"}),
              boost::test_tools::per_element());
   BOOST_TEST(jd::first_key_below("cluster") == "cluster.emulate.slowdown");
 }
@@ -53,6 +54,8 @@ BOOST_AUTO_TEST_CASE(defaults) {
   BOOST_TEST(e.fluctuate_to == 0);
   BOOST_TEST(e.fluctuate_factor == 1.0);
   BOOST_TEST(e.random_walk == 0.0);
+  BOOST_TEST(e.link_gbps == 0.0);
+  BOOST_TEST(e.link_latency_us == 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(every_key_of_the_full_job) {
@@ -70,6 +73,8 @@ BOOST_AUTO_TEST_CASE(every_key_of_the_full_job) {
   BOOST_TEST(e.fluctuate_to == 20);
   BOOST_TEST(e.fluctuate_factor == 2.5);
   BOOST_TEST(e.random_walk == 0.05);
+  BOOST_TEST(e.link_gbps == 10.0);
+  BOOST_TEST(e.link_latency_us == 25.0);
 }
 
 BOOST_AUTO_TEST_CASE(integers_in_arrays_of_numbers) {
@@ -162,6 +167,8 @@ BOOST_AUTO_TEST_CASE(ranges) {
   expect_error(c + "fluctuate_factor = inf\n", {}, "x.toml:2:20", {"must be a finite number, got inf"});
   expect_error(c + "random_walk = -0.1\n", {}, "x.toml:2:15",
                {"cluster.emulate.random_walk: must be at least 0, got -0.1"});
+  expect_error(c + "link_gbps = -10\n", {}, "x.toml:2:13", {"cluster.emulate.link_gbps: must be at least 0, got -10"});
+  expect_error(c + "link_latency_us = nan\n", {}, "x.toml:2:19", {"must be a finite number, got nan"});
 }
 
 // A bad element is reported at its own position, by index.

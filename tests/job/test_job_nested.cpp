@@ -102,7 +102,8 @@ BOOST_AUTO_TEST_CASE(unknown_key_in_nested_table) {
   expect_error(
       "[parallel.comm]\nspeed = 1\n", {}, "x.toml:2:1",
       {"unknown key 'parallel.comm.speed'",
-       "valid keys of [parallel.comm]: algorithm, bucket_mb, first_bucket_mb, overlap, sharded_update"});
+       "valid keys of [parallel.comm]: algorithm, bucket_mb, first_bucket_mb, overlap, overlap_forward, "
+       "sharded_update"});
   expect_error("[parallel.comm]\nepochs = 1\n", {}, "x.toml:2:1",
                {"unknown key 'parallel.comm.epochs'", "'epochs' is a key of [train]"});
   // A key of [parallel.comm] one level up, and a table below a table that has none.

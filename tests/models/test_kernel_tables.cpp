@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "kernels/kernel_table.h"
-#include "lib/core/rng.h"
 #include "models/model.h"
+#include "tests/models/model_testing.h"
 
 using namespace dp;
 
@@ -31,25 +31,6 @@ const Kernels& staged_kernels() {
     return t;
   }();
   return k;
-}
-
-struct Data {
-  std::vector<float> x;
-  std::vector<int32_t> tokens, targets;
-};
-
-Batch random_batch(const SampleShape& shape, int64_t n, Data& d) {
-  Rng rng(42);
-  if (shape.is_text()) {
-    for (int64_t i = 0; i < n * shape.context; ++i) {
-      d.tokens.push_back(int32_t(rng.next() % uint64_t(shape.classes)));
-      d.targets.push_back(int32_t(rng.next() % uint64_t(shape.classes)));
-    }
-    return {n, nullptr, d.tokens.data(), d.targets.data()};
-  }
-  for (int64_t i = 0; i < n * shape.features; ++i) d.x.push_back(float(rng.uniform()));
-  for (int64_t i = 0; i < n; ++i) d.targets.push_back(int32_t(rng.next() % uint64_t(shape.classes)));
-  return {n, d.x.data(), nullptr, d.targets.data()};
 }
 
 void check_same(const ModelSection& spec, const SampleShape& shape, int64_t n) {
