@@ -26,11 +26,15 @@ class LinkClock {
   const LinkModel& model() const { return model_; }
 
   // A send posted now is done when its bytes have left; a receive when they have arrived.
-  Clock::time_point send(size_t bytes) { return queue(out_free_, bytes, 0); }
-  Clock::time_point receive(size_t bytes) { return queue(in_free_, bytes, model_.latency_seconds()); }
+  Clock::time_point send(size_t bytes) { return queue(out_free_, double(bytes), 0); }
+  Clock::time_point receive(size_t bytes) {
+    return queue(in_free_, double(bytes), model_.latency_seconds());
+  }
 
-  // A collective posted now: it holds both directions for `transfer` seconds, then `latency` more.
-  Clock::time_point collective(double transfer, double latency) {
+  // A collective posted now that moves `bytes` through each direction: it holds both, then `latency` more.
+  Clock::time_point collective(double bytes, double latency) {
+    const double transfer = model_.transfer_seconds(bytes);
+    if (bytes < kSmallBytes) return Clock::now() + seconds(transfer + latency);
     std::lock_guard lock(mutex_);
     const Clock::time_point start = std::max({Clock::now(), out_free_, in_free_});
     out_free_ = in_free_ = start + seconds(transfer);
@@ -38,9 +42,15 @@ class LinkClock {
   }
 
  private:
-  Clock::time_point queue(Clock::time_point& free, size_t bytes, double latency) {
+  // Small messages (control, loss statistics) slip between the packets of bulk transfers, as on a
+  // real network, instead of queueing behind megabytes of gradients; bulk transfers queue.
+  static constexpr double kSmallBytes = 64 * 1024;
+
+  Clock::time_point queue(Clock::time_point& free, double bytes, double latency) {
+    const double transfer = model_.transfer_seconds(bytes);
+    if (bytes < kSmallBytes) return Clock::now() + seconds(transfer + latency);
     std::lock_guard lock(mutex_);
-    free = std::max(Clock::now(), free) + seconds(model_.transfer_seconds(double(bytes)));
+    free = std::max(Clock::now(), free) + seconds(transfer);
     return free + seconds(latency);
   }
 
@@ -52,9 +62,12 @@ class LinkClock {
 class PacedRequest final : public Request::Impl {
  public:
   PacedRequest(Request inner, Clock::time_point due) : inner_(std::move(inner)), due_(due) {}
+  // Asleep until the modelled completion (a network transfer takes no CPU), then asleep between polls
+  // until the real transfer has happened too, which over shared memory it usually has by then: a
+  // communication thread waiting for its peer must not spin on the core its rank computes on.
   void wait() override {
-    inner_.wait();
     std::this_thread::sleep_until(due_);
+    while (!inner_.test()) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   bool test() override { return inner_.test() && Clock::now() >= due_; }
   void abandon() noexcept override { Request dropped = std::move(inner_); }
@@ -107,8 +120,7 @@ class EmulatedLinks final : public Communicator {
   }
   void broadcast(std::span<std::byte> data, int root) override {
     const LinkModel& m = clock_->model();
-    const auto due = size() > 1 ? clock_->collective(m.transfer_seconds(double(data.size())),
-                                                     log2_ceil(size()) * m.latency_seconds())
+    const auto due = size() > 1 ? clock_->collective(double(data.size()), log2_ceil(size()) * m.latency_seconds())
                                 : Clock::now();
     inner_.broadcast(data, root);
     std::this_thread::sleep_until(due);
@@ -136,8 +148,7 @@ class EmulatedLinks final : public Communicator {
     const int n = size();
     if (n <= 1) return Clock::now();
     const LinkModel& m = clock_->model();
-    return clock_->collective(passes * m.transfer_seconds(bytes * (n - 1) / n),
-                              passes * (n - 1) * m.latency_seconds());
+    return clock_->collective(passes * bytes * (n - 1) / n, passes * (n - 1) * m.latency_seconds());
   }
 
   std::unique_ptr<Communicator> owned_;  // a split's communicator; empty for the one first wrapped

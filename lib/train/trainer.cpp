@@ -32,9 +32,11 @@ using namespace train_detail;
 using Clock = std::chrono::steady_clock;
 
 // What each rank reports after a step, for the balancer (compute excludes waiting for others).
-struct RankStep {
-  int64_t local_batch;
-  double compute_seconds;
+// What each rank tells the others after every step, in one allgather: its loss sum (summed in rank
+// order), and its share and times (for I-DAT's division and for metrics.jsonl).
+struct RankRecord {
+  double loss_sum;
+  StepTimes times;
 };
 
 }  // namespace
@@ -148,39 +150,38 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     emulator.delay(step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
     const auto t1 = Clock::now();
     const double compute_s = std::chrono::duration<double>(t1 - t0).count() - forward_wait_s;
-    // Sum the gradients and update (the rest of it, under MRA), then the loss statistics.
+    // Sum the gradients and update (the rest of it, under MRA), then one exchange of every rank's loss,
+    // share and times; the step's time includes it.
     const SyncTimes sync = update.finish();
-    double sums[2] = {local.loss_sum, double(local.correct)};
-    if (world > 1) comm.allreduce_sum(std::span<double>(sums, 2));
-    const auto t4 = Clock::now();
-    if (idat) {  // every rank learns every rank's compute speed, so all divide the next batch alike
-      const auto all = comm.allgather_value(RankStep{int64_t(mine.size()), compute_s});
+    const StepTimes times{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
+                          int64_t(mine.size())};
+    const RankRecord record{local.loss_sum, times};
+    const std::vector<RankRecord> all = world > 1 ? comm.allgather_value(record) : std::vector<RankRecord>{record};
+    double loss_sum = 0;
+    for (const RankRecord& r : all) loss_sum += r.loss_sum;
+    if (idat) {  // every rank knows every rank's compute speed, so all divide the next batch alike
       std::vector<int64_t> batches;
       std::vector<double> seconds;
-      for (const RankStep& r : all) {
-        batches.push_back(r.local_batch);
-        seconds.push_back(r.compute_seconds);
+      for (const RankRecord& r : all) {
+        batches.push_back(r.times.local_batch);
+        seconds.push_back(r.times.compute_ms / 1000);
       }
       if (balancer.observe(step, batches, seconds) && leader)
         progress->note(fmt::format("step {}: I-DAT divides the batch as {}", step + 1,
                                    shares_text(balancer.shares(job.train.global_batch))));
     }
+    const auto t4 = Clock::now();
     ++step;
 
     const double step_seconds = std::chrono::duration<double>(t4 - t0).count();
     train_seconds += step_seconds;
     trained_samples += batch;
-    last_loss = sums[0] / terms;
+    last_loss = loss_sum / terms;
     result.losses.push_back(last_loss);
-    const StepTimes times{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
-                          int64_t(mine.size())};
     const bool epoch_end = step % s.steps_per_epoch == 0;
-    if (step % job.log.every == 0 || step == stop) {
-      const auto all = comm.allgather_value(times);
-      if (leader)
-        for (int r = 0; r < world; ++r)
-          metrics->write(TrainLine{step, epoch, r, last_loss, lr, double(batch) / step_seconds, all[size_t(r)]});
-    }
+    if (leader && (step % job.log.every == 0 || step == stop))
+      for (int r = 0; r < world; ++r)
+        metrics->write(TrainLine{step, epoch, r, last_loss, lr, double(batch) / step_seconds, all[size_t(r)].times});
     if (leader) progress->step(step, epoch, last_loss, double(batch) / step_seconds, step_seconds);
 
     // Pauses outside the timed steps: evaluation and checkpoints, then everyone lines up again.

@@ -1,6 +1,6 @@
 // Emulated links (lib/comm/emulated_links.h) on the thread transport: messages and collectives take at
-// least the modelled time (and not wildly more), messages queue on a link, split() shares the link, and
-// every collective algorithm stays exact through the wrapper.
+// least the modelled time (and not wildly more), bulk messages queue on a link while small ones slip
+// past, split() shares the link, and every collective algorithm stays exact through the wrapper.
 #define BOOST_TEST_MODULE emulated_links
 #include <boost/test/unit_test.hpp>
 
@@ -68,6 +68,23 @@ BOOST_AUTO_TEST_CASE(messages_queue_on_a_link_and_latency_adds) {
   BOOST_TEST(t[0] >= 0.020);
   BOOST_TEST(t[1] >= 0.022);
   BOOST_TEST(t[1] < 0.3);
+}
+
+// A small message posted behind a bulk one arrives after its own latency, not after the bulk transfer.
+BOOST_AUTO_TEST_CASE(small_messages_slip_past_bulk_transfers) {
+  const auto t = on_links(2, {1.0, 1000.0}, [](dp::Communicator& comm) {
+    std::vector<std::byte> bulk(4 * kTenMs), small(64);
+    comm.barrier();
+    dp::Request big = comm.rank() == 0 ? comm.isend(bulk, 1, 0) : comm.irecv(bulk, 0, 0);
+    const auto t0 = Clock::now();
+    if (comm.rank() == 0) comm.isend(small, 1, 1).wait();
+    else comm.irecv(small, 0, 1).wait();
+    const double s = seconds_since(t0);
+    big.wait();  // 40 ms
+    return s;
+  });
+  BOOST_TEST(t[1] >= 0.001);  // the latency
+  BOOST_TEST(t[1] < 0.030);   // far less than the 40 ms bulk transfer ahead of it
 }
 
 BOOST_AUTO_TEST_CASE(a_split_communicator_shares_the_process_link) {
