@@ -83,7 +83,7 @@ struct CommSection {
   double bucket_mb = 25.0;       // bucket size in MB (1e6 bytes) of fp32 gradients
   double first_bucket_mb = 1.0;  // the first bucket (the last layers): smaller, so communication starts early
   bool overlap = true;           // mra: reduce-scatter buckets while backward still runs
-  bool overlap_forward = true;   // mra with overlap: all-gather updated parameters into the next forward
+  bool overlap_forward = false;  // mra with overlap: all-gather updated parameters into the next forward
   bool sharded_update = true;    // mra: optimizer state sharded across ranks too
 };
 

@@ -34,7 +34,7 @@ struct GradSyncOptions {
   int64_t bucket_bytes = 25'000'000;   // MRA bucket size (fp32 gradients)
   int64_t first_bucket_bytes = 1'000'000;
   bool overlap = true;                 // MRA: communicate on a thread while backward runs
-  bool overlap_forward = true;         // MRA with overlap: all-gather into the next step's forward
+  bool overlap_forward = false;        // MRA with overlap: all-gather into the next step's forward
   bool sharded_update = true;          // MRA: update (and keep optimizer state for) this rank's shard only
 };
 

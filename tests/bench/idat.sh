@@ -8,11 +8,13 @@
 #   with MRA:    I-DAT + MRA against plain data parallelism with equal shares on configs/comm_heavy.toml
 #                (batch 32) with rank 1 at half speed, over shared memory (MRA without its thread, which
 #                only competes for the cores there) and over emulated 10 Gbit/s links ([cluster.emulate]
-#                link_gbps; MRA with its default overlap of backward and of the next forward).
-# Step times from metrics.jsonl (every step logged), steps 11 on; "ideal" = global batch / sum of the
-# ranks' measured speeds + the measured communication and update. With 4 ranks on this 2-core machine the
-# ranks share cores, so communication (which needs every rank scheduled) varies from run to run by
-# milliseconds; the compute times per rank show the balance itself. Not a test; it builds nothing.
+#                link_gbps; MRA overlapping backward and the next forward).
+# Step times from metrics.jsonl (every step logged), steps 11 on; a step ends after the ranks' exchange of
+# losses and times. "ideal" = global batch / sum of the ranks' measured speeds + the step's measured
+# communication (everything after compute and waiting: gradient sums, update, the exchange). With 4
+# ranks on this 2-core machine the ranks share cores: a rank is descheduled while others compute, so
+# every collective waits for ranks to be scheduled again, and the ideal (which assumes each rank keeps
+# its speed while all compute at once) cannot be reached. Not a test; it builds nothing.
 # Usage: tests/bench/idat.sh [DPTRAIN_BINARY]      Environment: REPS [2], STEPS [180]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,7 +51,8 @@ for ((i = 1; i <= REPS; i++)); do
   link=(--set train.global_batch=32 --set "cluster.emulate.slowdown=[1,2]" --set cluster.emulate.link_gbps=10
         --set cluster.emulate.link_latency_us=20)
   run "n2.plain.$i" configs/comm_heavy.toml equal 2 "${link[@]}" --set parallel.comm.algorithm=native
-  run "n2.idat_mra.$i" configs/comm_heavy.toml idat 2 "${link[@]}" --set parallel.comm.algorithm=mra
+  run "n2.idat_mra.$i" configs/comm_heavy.toml idat 2 "${link[@]}" --set parallel.comm.algorithm=mra \
+    --set parallel.comm.overlap_forward=true
 done
 
 python3 - "$work" "$REPS" "$STEPS" <<'PY'
@@ -73,7 +76,10 @@ def summary(name):
     share = [med([v[r]["local_batch"] for v in by.values()]) for r in range(ranks)]
     wait = [med([v[r]["wait_ms"] for v in by.values()]) for r in range(ranks)]
     compute = [med([v[r]["compute_ms"] for v in by.values()]) for r in range(ranks)]
-    comm = med([max(x["comm_ms"] + x["update_ms"] for x in v) for v in by.values()])
+    # Everything in a step that is neither compute nor waiting: gradient communication, update and the
+    # per-step exchange of losses and times (all ranks leave the barrier together, so step - max(compute
+    # + wait) is what follows it).
+    comm = med([step_ms(v) - max(x["compute_ms"] + x["wait_ms"] for x in v) for v in by.values()])
     return t, speed, share, wait, comm, by, compute
 print(f"{'case':<34} {'step ms':>8} {'shares (median)':<22} {'compute ms per rank':<28} {'wait ms per rank':<26}")
 for case, label in (("p2", "persistent [1, 0.5], 2 ranks"), ("p4", "persistent [1,1,1,0.4], 4 ranks")):

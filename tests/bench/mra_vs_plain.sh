@@ -2,8 +2,8 @@
 # MRA against plain data parallelism, side by side: the same job run with [parallel.comm] algorithm =
 # "native" (after backward, one MPI_Allreduce per layer, full AdamW update on every rank), "mra"
 # (bucketed ring reduce-scatter overlapping backward on a communication thread, sharded update fused into
-# it, all-gather running on into the next step's forward) and "mra-serial" (the same with overlap =
-# false: buckets after backward, no thread), interleaved, on a communication-heavy model
+# it, all-gather running on into the next step's forward: overlap and overlap_forward) and "mra-serial"
+# (the same with overlap = false: buckets after backward, no thread), interleaved, on a communication-heavy model
 # (configs/comm_heavy.toml) and a compute-heavy one (configs/cnn.toml), with 2 and 4 ranks, over shared
 # memory and over emulated network links ([cluster.emulate] link_gbps: transfers take at least
 # bytes / bandwidth + latency, ranks sleep for the difference, so the network costs no CPU, as a real
@@ -43,6 +43,7 @@ for model in $MODELS; do
           "$bin" run "configs/$model.toml" --out "$work/$run" --force \
             --set launch.ranks="$ranks" --set train.threads="$THREADS" --set train.steps="$STEPS" \
             --set parallel.comm.algorithm="${alg%-serial}" --set parallel.comm.overlap=$overlap \
+            --set parallel.comm.overlap_forward=$overlap \
             --set cluster.emulate.link_gbps="$link" --set cluster.emulate.link_latency_us="$latency" \
             --set log.every=1 --set log.progress=none \
             --set train.eval_every=1000000 --set checkpoint.enabled=false "${extra[@]}" \

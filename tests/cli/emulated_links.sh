@@ -3,7 +3,8 @@
 #   1. `profile --collectives` over 1 Gbit/s links: every allreduce row (native and ring, in and out of
 #      place, 1-4 MB) has busbw at most the link's 0.125 GB/s and at least half of it, and no wrong element;
 #   2. training over emulated links logs exactly the loss sequence of the same run without them (they
-#      delay, never change, the arithmetic), for MRA and for plain data parallelism, and says so up front.
+#      delay, never change, the arithmetic), for MRA (also with its all-gather overlapping the next
+#      forward, which must give the same losses again) and plain data parallelism, and says so up front.
 # Usage: bash emulated_links.sh PATH/TO/dptrain REPO_ROOT
 set -u
 
@@ -65,10 +66,12 @@ fi
 losses() {  # rank 0's loss per step, as logged
   python3 -c "import json,sys; print([r['loss'] for r in map(json.loads, open(sys.argv[1])) if r.get('kind') == 'train' and r['rank'] == 0])" "$1"
 }
-for alg in mra native; do
-  "$DPTRAIN" run job.toml --out "plain.$alg" --set parallel.comm.algorithm=$alg >"plain.$alg.log" 2>&1 ||
+for alg in mra mra-forward native; do
+  set_alg=(--set parallel.comm.algorithm=${alg%-forward})
+  [[ $alg == mra-forward ]] && set_alg+=(--set parallel.comm.overlap_forward=true)
+  "$DPTRAIN" run job.toml --out "plain.$alg" "${set_alg[@]}" >"plain.$alg.log" 2>&1 ||
     fail "$alg without links: $(tail -3 "plain.$alg.log")"
-  "$DPTRAIN" run job.toml --out "linked.$alg" --set parallel.comm.algorithm=$alg \
+  "$DPTRAIN" run job.toml --out "linked.$alg" "${set_alg[@]}" \
     --set cluster.emulate.link_gbps=5 --set cluster.emulate.link_latency_us=50 >"linked.$alg.log" 2>&1 ||
     fail "$alg over links: $(tail -3 "linked.$alg.log")"
   grep -q "emulated links of 5 Gbit/s each way and 50 us latency" "linked.$alg.log" ||
@@ -78,6 +81,8 @@ for alg in mra native; do
   [[ -n $a && $a == "$b" ]] || fail "$alg: losses differ over emulated links"
   [[ $a != "[]" ]] || fail "$alg: no train lines"
 done
+[[ $(losses plain.mra/metrics.jsonl) == "$(losses plain.mra-forward/metrics.jsonl)" ]] ||
+  fail "MRA's losses change when its all-gather overlaps the next forward"
 
 if ((failures)); then
   echo "$failures failure(s)"

@@ -64,6 +64,7 @@ BOOST_AUTO_TEST_CASE(defaults) {
   BOOST_TEST(c.bucket_mb == 25.0);
   BOOST_TEST(c.first_bucket_mb == 1.0);
   BOOST_TEST(c.overlap);
+  BOOST_TEST(!c.overlap_forward);
   BOOST_TEST(c.sharded_update);
   BOOST_TEST(same(dp::parse_job("[parallel.comm]\n", "t.toml"), dp::Job{}));
 }
