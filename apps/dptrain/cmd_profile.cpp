@@ -2,8 +2,7 @@
 // job's model (and the [parallel.balance] speeds I-DAT could start from). --collectives: the allreduce of
 // every algorithm over a range of sizes, printed as nccl-tests prints it (size, count, time, algbw,
 // busbw, #wrong, out of place and in place), over the job's emulated links if it has them. --json for
-// machines. Outside an MPI job it relaunches itself
-// under mpirun like `run`.
+// machines. Outside an MPI job it relaunches itself under mpirun like `run`.
 #include <fmt/format.h>
 
 #include <algorithm>

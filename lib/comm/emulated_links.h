@@ -8,8 +8,9 @@
 // A message of b bytes occupies the sender's outgoing and the receiver's incoming direction for
 // b / bandwidth, queued behind earlier messages in that direction, and arrives `latency` after it
 // leaves; messages under 64 KiB (control, statistics) slip in between instead of queueing behind bulk
-// transfers, as packets interleave on a real network. Each side paces its own requests (no clock is shared): a send completes when its bytes have
-// left, a receive when they would have arrived counting from when it was posted. The transport's own
+// transfers, as packets interleave on a real network. Each side paces its own requests (no clock is
+// shared): a send completes when its bytes have left, a receive when they would have arrived counting
+// from when it was posted. The transport's own
 // collectives take at least the time of the bandwidth-optimal ring over such links:
 // allreduce 2(n-1)/n * bytes / bandwidth + 2(n-1) * latency, allgather (n-1)/n * total / bandwidth +
 // (n-1) * latency, broadcast bytes / bandwidth + ceil(log2 n) * latency, barrier 2 ceil(log2 n) latency.

@@ -18,7 +18,7 @@ class MraSync final : public GradientSync {
   MraSync(const GradSyncOptions& o, Communicator& comm, std::span<float> params, std::span<float> grads,
           const std::vector<ParamRange>& layers)
       : options_(o), comm_(comm.split(0, comm.rank())), params_(params), grads_(grads),
-        defer_gather_(o.overlap && o.overlap_forward), final_end_(int64_t(params.size())) {
+        defer_gather_(o.overlap && o.overlap_forward && o.sharded_update), final_end_(int64_t(params.size())) {
     buckets_ = plan_buckets(layers, int64_t(params.size()), o.bucket_bytes, o.first_bucket_bytes);
     for (const ParamRange& b : buckets_) {
       const ShardRange r = o.sharded_update ? shard_range(size_t(b.count), comm_->size(), comm_->rank())

@@ -31,7 +31,6 @@ using namespace train_detail;
 
 using Clock = std::chrono::steady_clock;
 
-// What each rank reports after a step, for the balancer (compute excludes waiting for others).
 // What each rank tells the others after every step, in one allgather: its loss sum (summed in rank
 // order), and its share and times (for I-DAT's division and for metrics.jsonl).
 struct RankRecord {
