@@ -52,24 +52,9 @@ void check_same(const ModelSection& spec, const SampleShape& shape, int64_t n) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(staged_models_match_host_models_bit_for_bit) {
-  ModelSection mlp;
-  mlp.type = "mlp";
-  mlp.hidden = {16};
-  check_same(mlp, {.features = 20, .classes = 5}, 7);
-
-  ModelSection cnn;
-  cnn.type = "cnn";
-  cnn.channels = {4, 8};
-  cnn.blocks = 1;
-  check_same(cnn, {.features = 64, .classes = 3, .channels = 1, .height = 8, .width = 8}, 3);
-
-  ModelSection gpt;
-  gpt.type = "gpt";
-  gpt.layers = 1;
-  gpt.width = 16;
-  gpt.heads = 2;
-  gpt.context = 12;
-  check_same(gpt, {.classes = 11, .context = 12}, 2);
+  for (const auto& [spec, shape] : small_models()) {
+    BOOST_TEST_CONTEXT(spec.type) { check_same(spec, shape, 3); }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(parameters_round_trip_through_the_host) {
