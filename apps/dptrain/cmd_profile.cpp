@@ -93,7 +93,7 @@ int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   const int n = world->size();
   if (leader && !cmd.json) {
     std::printf("# dptrain profile --collectives: allreduce (sum) of float32 on %d rank(s), host %s%s\n", n,
-                world->host().c_str(), job && paced ? (", " + train_detail::links_text(*job)).c_str() : "");
+                world->host().c_str(), paced ? (", " + train_detail::links_text(*job)).c_str() : "");
     std::printf("# busbw = algbw * 2(n-1)/n; #wrong counts elements that differ from the exact sum\n");
     std::printf("#%11s %12s %9s | %s | %s\n", "size", "count", "algorithm",
                 "out-of-place: time(us) algbw(GB/s) busbw(GB/s) #wrong",

@@ -54,17 +54,21 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
 }
 
 // This rank's index among the ranks on its host (which GPU it drives).
+namespace {
+LinkModel job_link(const Job& job) { return {job.cluster.emulate.link_gbps, job.cluster.emulate.link_latency_us}; }
+}  // namespace
+
 std::unique_ptr<Communicator> paced_by_job_links(const Job& job, Communicator& launched) {
-  const LinkModel link{job.cluster.emulate.link_gbps, job.cluster.emulate.link_latency_us};
+  const LinkModel link = job_link(job);
   return link.active() ? emulate_links(launched, link) : nullptr;
 }
 
 std::string links_text(const Job& job) {
-  const EmulateSection& e = job.cluster.emulate;
-  if (e.link_gbps <= 0 && e.link_latency_us <= 0) return "";
+  const LinkModel link = job_link(job);
+  if (!link.active()) return "";
   return fmt::format("emulated links of {} each way and {:g} us latency",
-                     e.link_gbps > 0 ? fmt::format("{:g} Gbit/s", e.link_gbps) : std::string("unlimited bandwidth"),
-                     e.link_latency_us);
+                     link.gbps > 0 ? fmt::format("{:g} Gbit/s", link.gbps) : std::string("unlimited bandwidth"),
+                     link.latency_us);
 }
 
 int local_rank(Communicator& comm) {

@@ -93,8 +93,8 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                                device.kind == "cuda" ? ", " + job.train.precision + " GEMMs" : std::string(),
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
-    progress->note("gradients: " + update.describe() +
-                   (links_text(job).empty() ? std::string() : "; " + links_text(job)));
+    const std::string links = links_text(job);
+    progress->note("gradients: " + update.describe() + (links.empty() ? "" : "; " + links));
     progress->note(fmt::format("batch division: {}; first step's shares: {}",
                                job.parallel.balance.mode == "idat"
                                    ? fmt::format("I-DAT (measured speeds, every {} step(s), threshold {:g})",
