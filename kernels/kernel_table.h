@@ -30,6 +30,15 @@ struct Kernels {
                          int64_t out);
   void (*linear_backward)(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
                           int64_t n, int64_t in, int64_t out);
+  // linear_forward and linear_backward in parts, over output slices (kernels/cpu/ops.h)
+  void (*linear_forward_rows)(const float* x, const float* w, float* y, int64_t n, int64_t in, int64_t out,
+                              int64_t o_begin, int64_t o_end);
+  void (*linear_add_bias)(const float* b, float* y, int64_t n, int64_t out);
+  void (*linear_weight_grad_rows)(const float* x, const float* dy, float* dw, int64_t n, int64_t in,
+                                  int64_t out, int64_t o_begin, int64_t o_end);
+  void (*linear_bias_grad)(const float* dy, float* db, int64_t n, int64_t out);
+  void (*linear_input_grad_rows)(const float* dy, const float* w, float* dx, int64_t n, int64_t in, int64_t out,
+                                 int64_t o_begin, int64_t o_end, bool accumulate);
   void (*relu_forward)(const float* x, float* y, int64_t count);
   void (*relu_backward)(const float* y, const float* dy, float* dx, int64_t count);
   void (*add)(const float* a, const float* b, float* out, int64_t count);

@@ -13,6 +13,13 @@ __global__ void broadcast_rows_kernel(const float* __restrict__ b, float* __rest
     y[i] = b[i % out];
 }
 
+__global__ void add_bias_kernel(const float* __restrict__ b, float* __restrict__ y, int64_t n, int64_t out) {
+  const int64_t total = n * out;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] += b[i % out];
+}
+
 struct RowValue {  // fn(r, c) = dy[r, c] for the column sums
   const float* dy;
   int64_t cols;
@@ -35,19 +42,51 @@ void linear_forward(const float* x, const float* w, const float* b, float* y, in
   detail::gemm(false, true, n, out, in, 1.0f, x, in, w, in, 1.0f, y, out);
 }
 
-void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
-                     int64_t n, int64_t in, int64_t out) {
+void linear_forward_rows(const float* x, const float* w, float* y, int64_t n, int64_t in, int64_t out,
+                         int64_t o_begin, int64_t o_end) {
+  if (n == 0 || o_end <= o_begin) return;
+  // y[:, o_begin:o_end] (N, R; rows O wide) = x (N, I) w[o_begin:o_end]^T (I, R)
+  detail::gemm(false, true, n, o_end - o_begin, in, 1.0f, x, in, w + o_begin * in, in, 0.0f, y + o_begin, out);
+}
+
+void linear_add_bias(const float* b, float* y, int64_t n, int64_t out) {
+  if (n == 0 || out == 0) return;
+  add_bias_kernel<<<detail::grid_for(n * out), detail::kThreads>>>(b, y, n, out);
+  DP_CUDA_LAUNCHED();
+}
+
+void linear_weight_grad_rows(const float* x, const float* dy, float* dw, int64_t n, int64_t in, int64_t out,
+                             int64_t o_begin, int64_t o_end) {
+  if (o_end <= o_begin) return;
   if (n == 0) {
-    DP_CUDA_CHECK(cudaMemset(dw, 0, size_t(out * in) * sizeof(float)));
+    DP_CUDA_CHECK(cudaMemset(dw + o_begin * in, 0, size_t((o_end - o_begin) * in) * sizeof(float)));
+    return;
+  }
+  // dw[o_begin:o_end] (R, I) = dy[:, o_begin:o_end]^T (R, N) x (N, I)
+  detail::gemm(true, false, o_end - o_begin, in, n, 1.0f, dy + o_begin, out, x, in, 0.0f, dw + o_begin * in, in);
+}
+
+void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out) {
+  if (n == 0) {
     DP_CUDA_CHECK(cudaMemset(db, 0, size_t(out) * sizeof(float)));
     return;
   }
-  // dw (O, I) = dy^T (O, N) x (N, I)
-  detail::gemm(true, false, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw, in);
-  // db (O) = sum over samples of dy
   detail::column_sums(RowValue{dy, out}, n, out, db, nullptr);
-  // dx (N, I) = dy (N, O) w (O, I)
-  if (dx) detail::gemm(false, false, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+}
+
+void linear_input_grad_rows(const float* dy, const float* w, float* dx, int64_t n, int64_t in, int64_t out,
+                            int64_t o_begin, int64_t o_end, bool accumulate) {
+  if (n == 0) return;
+  // dx (N, I) (+)= dy[:, o_begin:o_end] (N, R) w[o_begin:o_end] (R, I)
+  detail::gemm(false, false, n, in, o_end - o_begin, 1.0f, dy + o_begin, out, w + o_begin * in, in,
+               accumulate ? 1.0f : 0.0f, dx, in);
+}
+
+void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
+                     int64_t n, int64_t in, int64_t out) {
+  linear_weight_grad_rows(x, dy, dw, n, in, out, 0, out);
+  linear_bias_grad(dy, db, n, out);
+  if (dx) linear_input_grad_rows(dy, w, dx, n, in, out, 0, out, false);
 }
 
 }  // namespace dp::cuda

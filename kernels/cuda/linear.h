@@ -13,6 +13,15 @@ void linear_forward(const float* x, const float* w, const float* b, float* y, in
 // Gradients are overwritten, not accumulated.
 void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
                      int64_t n, int64_t in, int64_t out);
+// The same in parts, over output slices [o_begin, o_end) (see kernels/cpu/ops.h).
+void linear_forward_rows(const float* x, const float* w, float* y, int64_t n, int64_t in, int64_t out,
+                         int64_t o_begin, int64_t o_end);
+void linear_add_bias(const float* b, float* y, int64_t n, int64_t out);
+void linear_weight_grad_rows(const float* x, const float* dy, float* dw, int64_t n, int64_t in, int64_t out,
+                             int64_t o_begin, int64_t o_end);
+void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out);
+void linear_input_grad_rows(const float* dy, const float* w, float* dx, int64_t n, int64_t in, int64_t out,
+                            int64_t o_begin, int64_t o_end, bool accumulate);
 
 // Row-major GEMM for other callers (models, benchmarks): c (m, n; leading dimension ldc) =
 // alpha op(a) op(b) + beta c, where op(a) is (m, k) and trans_a means a is stored (k, m).

@@ -1,4 +1,5 @@
-// kernels/cuda/linear.cu against kernels/cpu/linear.cpp: y, dx, dw, db, and matmul's transposes.
+// kernels/cuda/linear.cu against kernels/cpu/linear.cpp: y, dx, dw, db (whole layers and slices), and
+// matmul's transposes.
 #define BOOST_TEST_MODULE gpu_linear
 #include "tests/gpu/gpu_testing.h"
 
@@ -44,6 +45,35 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
       expect_close("db (no dx)", gdb2.download(), db, kTol);
     }
   }
+}
+
+// The slice kernels against their CPU twins, slice by slice (the way the MLP runs a sliced layer).
+BOOST_AUTO_TEST_CASE(slices_match_cpu) {
+  const int64_t n = 37, in = 53, out = 29;
+  const std::vector<int64_t> cuts{0, 10, 11, 29};
+  auto g = rng(77);
+  const auto x = uniform(g, size_t(n * in)), w = uniform(g, size_t(out * in), -0.1f, 0.1f),
+             b = uniform(g, size_t(out)), dy = uniform(g, size_t(n * out));
+  std::vector<float> y(size_t(n * out)), dx(x.size()), dw(w.size()), db(b.size());
+  DeviceBuffer<float> gx(x), gw(w), gb(b), gdy(dy);
+  auto gy = poisoned(y.size()), gdx = poisoned(dx.size()), gdw = poisoned(dw.size()), gdb = poisoned(db.size());
+  for (size_t j = cuts.size() - 1; j-- > 0;) {
+    const bool accumulate = j + 2 < cuts.size();
+    cpu::linear_forward_rows(x.data(), w.data(), y.data(), n, in, out, cuts[j], cuts[j + 1]);
+    cpu::linear_weight_grad_rows(x.data(), dy.data(), dw.data(), n, in, out, cuts[j], cuts[j + 1]);
+    cpu::linear_input_grad_rows(dy.data(), w.data(), dx.data(), n, in, out, cuts[j], cuts[j + 1], accumulate);
+    cuda::linear_forward_rows(gx.data(), gw.data(), gy.data(), n, in, out, cuts[j], cuts[j + 1]);
+    cuda::linear_weight_grad_rows(gx.data(), gdy.data(), gdw.data(), n, in, out, cuts[j], cuts[j + 1]);
+    cuda::linear_input_grad_rows(gdy.data(), gw.data(), gdx.data(), n, in, out, cuts[j], cuts[j + 1], accumulate);
+  }
+  cpu::linear_add_bias(b.data(), y.data(), n, out);
+  cpu::linear_bias_grad(dy.data(), db.data(), n, out);
+  cuda::linear_add_bias(gb.data(), gy.data(), n, out);
+  cuda::linear_bias_grad(gdy.data(), gdb.data(), n, out);
+  expect_close("y", gy.download(), y, kTol);
+  expect_close("dx", gdx.download(), dx, kTol);
+  expect_close("dw", gdw.download(), dw, kTol);
+  expect_close("db", gdb.download(), db, kTol);
 }
 
 BOOST_AUTO_TEST_CASE(empty_batch_zeroes_parameter_gradients) {

@@ -29,6 +29,40 @@ BOOST_AUTO_TEST_CASE(linear_backward_matches_finite_differences) {
   for (size_t i = 0; i < x.size(); ++i) BOOST_TEST(rel_diff(dx[i], numeric_grad(x, i, loss, 1e-2f)) < 3e-3);
 }
 
+// The slice kernels, slice by slice, give the whole layer's results (up to the order of summation), and
+// each writes only its own rows.
+BOOST_AUTO_TEST_CASE(linear_slices_compose_to_the_whole_layer) {
+  const int64_t n = 6, in = 9, out = 7;
+  const std::vector<int64_t> cuts{0, 3, 4, 7};
+  auto x = random_vector(size_t(n * in), 5), w = random_vector(size_t(out * in), 6),
+       b = random_vector(size_t(out), 7), dy = random_vector(size_t(n * out), 8);
+  std::vector<float> y(size_t(n * out)), dx(x.size()), dw(w.size()), db(b.size());
+  dp::cpu::linear_forward(x.data(), w.data(), b.data(), y.data(), n, in, out);
+  dp::cpu::linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), n, in, out);
+
+  const float poison = 1e30f;
+  std::vector<float> ys(y.size(), poison), dxs(dx.size(), poison), dws(dw.size(), poison), dbs(db.size(), poison);
+  for (size_t j = 0; j + 1 < cuts.size(); ++j) {
+    dp::cpu::linear_forward_rows(x.data(), w.data(), ys.data(), n, in, out, cuts[j], cuts[j + 1]);
+    dp::cpu::linear_weight_grad_rows(x.data(), dy.data(), dws.data(), n, in, out, cuts[j], cuts[j + 1]);
+    for (int64_t i = 0; i < n; ++i)  // outputs beyond this slice are still untouched
+      for (int64_t o = cuts[j + 1]; o < out; ++o) BOOST_TEST(ys[size_t(i * out + o)] == poison);
+    for (size_t i = size_t(cuts[j + 1] * in); i < dws.size(); ++i) BOOST_TEST(dws[i] == poison);
+  }
+  for (size_t j = cuts.size() - 1; j-- > 0;)  // last slice first, as backward runs
+    dp::cpu::linear_input_grad_rows(dy.data(), w.data(), dxs.data(), n, in, out, cuts[j], cuts[j + 1],
+                                    /*accumulate=*/j + 2 < cuts.size());
+  dp::cpu::linear_add_bias(b.data(), ys.data(), n, out);
+  dp::cpu::linear_bias_grad(dy.data(), dbs.data(), n, out);
+  auto close = [](const std::vector<float>& got, const std::vector<float>& want) {
+    for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(rel_diff(got[i], want[i]) < 1e-5);
+  };
+  close(ys, y);
+  close(dws, dw);
+  close(dxs, dx);
+  close(dbs, db);
+}
+
 BOOST_AUTO_TEST_CASE(linear_backward_with_no_samples_zeroes_gradients) {
   std::vector<float> w(6, 1.0f), dw(6, 7.0f), db(3, 7.0f);
   dp::cpu::linear_backward(nullptr, w.data(), nullptr, nullptr, dw.data(), db.data(), 0, 2, 3);
