@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "lib/core/rng.h"
@@ -37,16 +38,68 @@ Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, 
   for (size_t l = 0; l < dense_.size(); ++l) acts_.emplace_back(k);
 }
 
+std::vector<int64_t> Mlp::slice_rows(const Dense& d) const {
+  const int64_t per_slice = hook_slice_ > 0 ? std::max<int64_t>(1, hook_slice_ / d.in) : d.out;
+  const int64_t slices = (d.out + per_slice - 1) / per_slice;
+  std::vector<int64_t> rows;
+  for (int64_t j = 0; j <= slices; ++j) rows.push_back(d.out * j / slices);  // even slices
+  return rows;
+}
+
+int64_t Mlp::slice_end(const Dense& d, const std::vector<int64_t>& rows, size_t j) const {
+  return j + 2 == rows.size() ? d.b_offset + d.out : d.w_offset + rows[j + 1] * d.in;
+}
+
+std::vector<ParamRange> Mlp::hook_ranges() const {
+  std::vector<ParamRange> ranges;
+  for (const Dense& d : dense_) {
+    const auto rows = slice_rows(d);
+    for (size_t j = 0; j + 1 < rows.size(); ++j) {
+      const int64_t begin = d.w_offset + rows[j] * d.in;
+      ranges.push_back({begin, slice_end(d, rows, j) - begin});
+    }
+  }
+  return ranges;
+}
+
 void Mlp::forward(const float* x, int64_t n) {
   const float* in = x;
   for (size_t l = 0; l < dense_.size(); ++l) {
     const Dense& d = dense_[l];
-    parameters_needed(d.b_offset + d.out);
     acts_[l].grow(size_t(n * d.out));
     float* out = acts_[l].data();
-    k_.linear_forward(in, p(d.w_offset), p(d.b_offset), out, n, d.in, d.out);
+    const auto rows = slice_rows(d);
+    if (rows.size() == 2) {
+      parameters_needed(d.b_offset + d.out);
+      k_.linear_forward(in, p(d.w_offset), p(d.b_offset), out, n, d.in, d.out);
+    } else {  // slice by slice, as their parameters arrive; the bias comes with the last
+      for (size_t j = 0; j + 1 < rows.size(); ++j) {
+        parameters_needed(slice_end(d, rows, j));
+        k_.linear_forward_rows(in, p(d.w_offset), out, n, d.in, d.out, rows[j], rows[j + 1]);
+      }
+      k_.linear_add_bias(p(d.b_offset), out, n, d.out);
+    }
     if (d.relu) k_.relu_forward(out, out, n * d.out);
     in = out;
+  }
+}
+
+void Mlp::backward(size_t l, const float* x, const float* dy, float* dx, int64_t n) {
+  const Dense& d = dense_[l];
+  const auto rows = slice_rows(d);
+  if (rows.size() == 2) {
+    k_.linear_backward(x, p(d.w_offset), dy, dx, g(d.w_offset), g(d.b_offset), n, d.in, d.out);
+    gradients_ready(d.w_offset);
+    return;
+  }
+  // The bias first (the last slice holds it), then slice by slice, last to first: its weights' gradient
+  // and its share of dx (the last read of its weights, which may be updated as soon as they are announced).
+  k_.linear_bias_grad(dy, g(d.b_offset), n, d.out);
+  for (size_t j = rows.size() - 1; j-- > 0;) {
+    k_.linear_weight_grad_rows(x, dy, g(d.w_offset), n, d.in, d.out, rows[j], rows[j + 1]);
+    if (dx) k_.linear_input_grad_rows(dy, p(d.w_offset), dx, n, d.in, d.out, rows[j], rows[j + 1],
+                                      /*accumulate=*/j + 2 < rows.size());
+    gradients_ready(d.w_offset + rows[j] * d.in);
   }
 }
 
@@ -77,8 +130,7 @@ StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {
       dx_buf.grow(size_t(n * d.in));
       dx = dx_buf.data();
     }
-    k_.linear_backward(in, p(d.w_offset), dy, dx, g(d.w_offset), g(d.b_offset), n, d.in, d.out);
-    gradients_ready(d.w_offset);
+    backward(l, in, dy, dx, n);
     dy = dx;
   }
   return {s.loss, s.correct, n};

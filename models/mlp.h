@@ -18,6 +18,7 @@ class Mlp final : public Model {
   StepStats forward_backward(const Batch& b, float loss_scale) override;
   StepStats evaluate(const Batch& b) override;
   std::string describe() const override;
+  std::vector<ParamRange> hook_ranges() const override;
 
  private:
   struct Dense {                // one Linear (+ ReLU unless it is the last)
@@ -25,7 +26,13 @@ class Mlp final : public Model {
     int64_t w_offset, b_offset; // into params_/grads_: w (out, in), b (out)
     bool relu;
   };
+  // Output rows where d's slices begin, and its end: {0, out} unless hook slices cut the layer.
+  std::vector<int64_t> slice_rows(const Dense& d) const;
+  // Where slice j of d ends in the parameter buffer (the last slice holds the bias too).
+  int64_t slice_end(const Dense& d, const std::vector<int64_t>& rows, size_t j) const;
   void forward(const float* x, int64_t n);  // x in the backend's memory; fills acts_
+  // Backward of dense_[l] given dy (its output's gradient); writes dx unless null.
+  void backward(size_t l, const float* x, const float* dy, float* dx, int64_t n);
   float* p(int64_t offset) { return params_.data() + offset; }
   float* g(int64_t offset) { return grads_.data() + offset; }
 

@@ -39,6 +39,13 @@ void Model::params_from_host(std::span<const float> host) {
   params_.upload(host);
 }
 
+std::vector<ParamRange> Model::hook_ranges() const {
+  std::vector<ParamRange> ranges;
+  for (const LayerInfo& l : layers_)
+    if (l.param_count > 0) ranges.push_back({l.param_offset, l.param_count});
+  return ranges;
+}
+
 double Model::flops_per_sample() const {
   double f = 0;
   for (const LayerInfo& l : layers_) f += l.flops_per_sample;

@@ -14,6 +14,7 @@
 
 #include "kernels/kernel_table.h"
 #include "lib/core/batch.h"
+#include "lib/core/param_range.h"
 #include "lib/job/job.h"
 #include "models/buffer.h"
 
@@ -63,6 +64,14 @@ class Model {
   using ParametersNeeded = std::function<void(int64_t end)>;
   void on_parameters_needed(ParametersNeeded hook) { parameters_needed_ = std::move(hook); }
 
+  // Wide layers of models that can (the MLP's) run in slices of about `floats` parameters, each announced
+  // to the hooks on its own, so that communicating one slice overlaps computing the next; 0 (the default)
+  // runs whole layers. The arithmetic is the same either way, up to rounding.
+  void set_hook_slice(int64_t floats) { hook_slice_ = floats; }
+  // The ranges the hooks announce, in forward order, covering every parameter: the layers' (those with
+  // parameters), or their slices. Communication buckets are planned over these.
+  virtual std::vector<ParamRange> hook_ranges() const;
+
   // Forward and backward on a batch. Overwrites grads() with loss_scale * d(sum of loss terms)/d(params);
   // b.n may be 0 (gradients become zero).
   virtual StepStats forward_backward(const Batch& b, float loss_scale) = 0;
@@ -99,6 +108,7 @@ class Model {
 
   const Kernels& k_;
   std::vector<LayerInfo> layers_;
+  int64_t hook_slice_ = 0;
   Buffer<float> params_;
   Buffer<float> grads_;
 

@@ -11,6 +11,7 @@
 #include "lib/job/job.h"
 #include "lib/mra/mra.h"
 #include "lib/train/run_setup.h"
+#include "lib/train/step_update.h"
 #include "models/model.h"
 
 namespace dp::app {
@@ -55,15 +56,14 @@ int cmd_plan(const PlanCommand& cmd) {
   // MRA's buckets over the job's model (the data decides the model's input and output sizes).
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
   const auto model = make_model(job.model, data.train.shape(), job.job.seed);
-  std::vector<ParamRange> layers;
-  for (const LayerInfo& l : model->layers()) layers.push_back({l.param_offset, l.param_count});
   const auto& c = job.parallel.comm;
+  model->set_hook_slice(hook_slice_floats(grad_sync_options(c)));  // as training will
   std::printf("model: %s\ngradients: %s", model->describe().c_str(), c.algorithm.c_str());
   if (c.algorithm != "mra") {
     std::printf(" (one allreduce per layer after backward, full update on every rank)\n");
     return 0;
   }
-  const auto buckets = plan_buckets(layers, int64_t(model->params().size()), int64_t(c.bucket_mb * 1e6),
+  const auto buckets = plan_buckets(model->hook_ranges(), int64_t(model->params().size()), int64_t(c.bucket_mb * 1e6),
                                     int64_t(c.first_bucket_mb * 1e6));
   std::printf(" (%zu bucket(s) in backward order, overlap %s, sharded update %s)\n", buckets.size(),
               c.overlap ? "on" : "off", c.sharded_update ? "on" : "off");

@@ -1,4 +1,6 @@
 // MRA's bucket plan: layers grouped from the end of the parameter buffer to its start.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
@@ -18,19 +20,33 @@ std::vector<ParamRange> plan_buckets(const std::vector<ParamRange>& layers, int6
   }
   DP_CHECK(expected == total, fmt::format("layers cover {} of {} parameters", expected, total));
 
+  // The last bucket (the first ranges) is as small as the first: its reduce-scatter ends the step and its
+  // all-gather starts the next, with no computation left to hide them.
+  const int64_t first_target = first_bucket_bytes / int64_t(sizeof(float));
+  int64_t tail_end = 0;
+  for (const ParamRange& l : layers) {
+    tail_end = l.end();
+    if (tail_end >= first_target) break;
+  }
+
   std::vector<ParamRange> buckets;
   int64_t end = total;  // the open bucket is [begin, end)
-  int64_t target = first_bucket_bytes / int64_t(sizeof(float));
+  int64_t target = first_target;
   for (size_t i = layers.size(); i-- > 0;) {
     const ParamRange& l = layers[i];
     if (l.count == 0) continue;
-    if (end - l.offset >= target || l.offset == 0) {
+    if (end - l.offset >= target || l.offset == 0 || l.offset == tail_end) {
       buckets.push_back({l.offset, end - l.offset});
       end = l.offset;
       target = bucket_bytes / int64_t(sizeof(float));
     }
   }
   return buckets;
+}
+
+int64_t hook_slice_floats(const GradSyncOptions& options) {
+  if (options.algorithm != "mra" || !options.overlap) return 0;
+  return std::max<int64_t>(1, options.first_bucket_bytes / int64_t(sizeof(float)));
 }
 
 }  // namespace dp

@@ -8,9 +8,14 @@
 //       shard of it (optimizer state exists only for that shard), and the updated shard is all-gathered:
 //       reduce-scatter, update and all-gather run on a communication thread while backward continues
 //       (overlap), so a step ends with only the first layers' bucket still in flight. With
-//       overlap_forward the all-gathers wait until every bucket is updated and then run first layers
-//       first into the next step's forward, whose layers each wait only for their own bucket (the
-//       model's parameters-needed hook): the step ends as soon as the update is done.
+//       overlap_forward the updates and all-gathers wait until every bucket is summed and then run first
+//       layers first into the next step's forward, whose layers each wait only for their own bucket (the
+//       model's parameters-needed hook): the step ends as soon as the sums are done, and the forward,
+//       while it waits for parameters, does the updates the next all-gathers need (so the update's CPU
+//       work leaves backward, where the CPU is busy, for the forward, where it would idle).
+//   Buckets close at the ranges the model's hooks announce; with overlap, wide layers are announced in
+//   slices (hook_slice_floats), so communication starts in the middle of a layer, and the last bucket
+//   (the first layers, whose sums end the step and whose all-gather starts the next) is small too.
 //
 // Pure data in, a plan out (plan_buckets), and one object per run that the trainer drives each step:
 // begin_step, the model's gradients-ready hook, finish_step. Communication uses a communicator of its own
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "lib/comm/communicator.h"
+#include "lib/core/param_range.h"
 
 namespace dp {
 
@@ -38,18 +44,17 @@ struct GradSyncOptions {
   bool sharded_update = true;          // MRA: update (and keep optimizer state for) this rank's shard only
 };
 
-// A contiguous range of the flat parameter (and gradient) buffer: one layer's, or one bucket's.
-struct ParamRange {
-  int64_t offset = 0, count = 0;
-  int64_t end() const { return offset + count; }
-  bool operator==(const ParamRange&) const = default;
-};
-
-// Buckets over `layers` (their parameter ranges, in forward order, together covering [0, total)), in the
-// order backward completes them: from the end of the buffer to its start. Layers are not split; a bucket
-// closes once it holds at least its target (first_bucket_bytes for the first, bucket_bytes after).
+// Buckets over `layers` (the ranges the model's hooks announce, in forward order, together covering
+// [0, total)), in the order backward completes them: from the end of the buffer to its start. Ranges are
+// not split; a bucket closes once it holds at least its target (first_bucket_bytes for the first,
+// bucket_bytes after), and the last (the first ranges) holds about first_bucket_bytes too.
 std::vector<ParamRange> plan_buckets(const std::vector<ParamRange>& layers, int64_t total,
                                      int64_t bucket_bytes, int64_t first_bucket_bytes);
+
+// The slice size (parameters) for Model::set_hook_slice under these options: with MRA overlapping
+// backward, wide layers are announced in slices of about the first bucket, so a bucket can close (and
+// its communication start) in the middle of a layer; otherwise 0 (whole layers).
+int64_t hook_slice_floats(const GradSyncOptions& options);
 
 // Applies the optimizer to params[0, count) with grads[0, count), whose state starts at state_offset.
 using Updater = std::function<void(float* params, const float* grads, int64_t state_offset, int64_t count)>;

@@ -28,6 +28,8 @@ class MraSync final : public GradientSync {
       state_count_ += int64_t(r.count);
     }
     if (!o.sharded_update) state_count_ = int64_t(params.size());
+    updated_.assign(buckets_.size(), 0);
+    next_claim_ = buckets_.size();  // nothing to claim before the first step's sums
     if (o.overlap) worker_ = std::thread([this] { work(); });
   }
 
@@ -46,7 +48,9 @@ class MraSync final : public GradientSync {
                        double(options_.first_bucket_bytes) / 1e6,
                        options_.sharded_update ? "ring reduce-scatter" : "ring allreduce",
                        options_.overlap ? " overlapping backward" : " after backward",
-                       options_.sharded_update ? "sharded update fused into it, all-gather" : "full update",
+                       !options_.sharded_update ? "full update"
+                       : defer_gather_          ? "sharded update and all-gather"
+                                                : "sharded update fused into it, all-gather",
                        defer_gather_ ? " overlapping the next forward" : "");
   }
   int64_t state_count() const override { return state_count_; }
@@ -89,14 +93,22 @@ class MraSync final : public GradientSync {
     return t;
   }
 
+  // Waiting for its parameters, the forward does the deferred updates the all-gathers will need next.
   void parameters_needed(int64_t end) override {
     if (!defer_gather_) return;
     std::unique_lock lock(mutex_);
     if (final_end_ >= end && !error_) return;
     const auto t0 = sync_clock::now();
-    gathered_.wait(lock, [&] { return final_end_ >= end || error_; });
+    double updating_ms = 0;
+    while (true) {
+      gathered_.wait(lock, [&] { return final_end_ >= end || error_ || update_to_claim(); });
+      if (final_end_ >= end || error_) break;
+      const auto u0 = sync_clock::now();
+      claim_and_update(lock);
+      updating_ms += ms_between(u0, sync_clock::now());
+    }
     if (error_) std::rethrow_exception(error_);
-    forward_wait_ms_ += ms_between(t0, sync_clock::now());
+    forward_wait_ms_ += ms_between(t0, sync_clock::now()) - updating_ms;
   }
   double forward_wait_ms() const override { return forward_wait_ms_; }
 
@@ -129,7 +141,8 @@ class MraSync final : public GradientSync {
  private:
   // Sums bucket b's gradients and updates this rank's part. Sharded, the update is fused into the
   // reduce-scatter: each segment of the shard is updated as soon as its sum is complete, while the
-  // gradients are still in cache and the next segment is in flight.
+  // gradients are still in cache and the next segment is in flight. With deferred all-gathers the update
+  // waits too (see work()): only the sums are made here.
   void reduce_and_update(size_t b) {
     const ParamRange bucket = buckets_[b], shard = shards_[b];
     auto grads = grads_.subspan(size_t(bucket.offset), size_t(bucket.count));
@@ -143,7 +156,8 @@ class MraSync final : public GradientSync {
     };
     CollectiveOptions ring{CollectiveAlgorithm::ring, kDefaultSegmentBytes, {}};
     if (options_.sharded_update) {
-      ring.on_shard_piece = [&](size_t offset, size_t count) { update(int64_t(offset), int64_t(count)); };
+      if (!defer_gather_)
+        ring.on_shard_piece = [&](size_t offset, size_t count) { update(int64_t(offset), int64_t(count)); };
       reduce_scatter(*comm_, grads, ring);
     } else {
       allreduce(*comm_, grads, ring);
@@ -190,17 +204,45 @@ class MraSync final : public GradientSync {
         reduce_and_update(b);
         if (!defer_gather_) gather(b);
       });
-      ++reduced_;
       const bool last = b + 1 == count;
-      if (last && defer_gather_) final_end_ = 0;  // before finish_step can return
+      if (last && defer_gather_) {  // before finish_step can return and the next step begin
+        final_end_ = 0;
+        gather_update_ = update_;
+        next_claim_ = 0;
+        std::fill(updated_.begin(), updated_.end(), 0);
+      }
+      ++reduced_;
       if (last || error_) finished_.notify_all();
       if (!last || !defer_gather_) continue;
-      for (size_t g = count; g-- > 0;) {
+      gathered_.notify_all();  // updates can be claimed
+      for (size_t i = 0; i < count; ++i) {  // first layers (the last bucket) first
+        if (next_claim_ == i) claim_and_update(lock);
+        updated_cv_.wait(lock, [&] { return updated_[i] || error_; });
+        const size_t g = count - 1 - i;
         guarded(lock, [&] { gather(g); });
         final_end_ = buckets_[g].end();
         gathered_.notify_all();
       }
     }
+  }
+
+  // Deferred updates, claimed in all-gather order by the communication thread (for the bucket it gathers
+  // next) or by the forward while it waits. Called with the lock held.
+  bool update_to_claim() const { return final_end_ < final_total() && next_claim_ < buckets_.size(); }
+  int64_t final_total() const { return int64_t(params_.size()); }
+  void claim_and_update(std::unique_lock<std::mutex>& lock) {
+    const size_t i = next_claim_++, g = buckets_.size() - 1 - i;
+    const Updater update = gather_update_;
+    guarded(lock, [&] {
+      const auto t0 = sync_clock::now();
+      const ParamRange shard = shards_[g];
+      update(params_.data() + shard.offset, grads_.data() + shard.offset, state_offsets_[g], shard.count);
+      const double ms = ms_between(t0, sync_clock::now());
+      std::lock_guard relock(mutex_);
+      update_ms_ += ms;
+    });
+    updated_[i] = 1;
+    updated_cv_.notify_all();
   }
 
   GradSyncOptions options_;
@@ -213,8 +255,13 @@ class MraSync final : public GradientSync {
 
   // Buckets are counted over the whole run: step s's bucket b is number s * buckets + b.
   std::mutex mutex_;
-  std::condition_variable wake_, finished_, gathered_;
+  std::condition_variable wake_, finished_, gathered_, updated_cv_;
   Updater update_;
+  // Deferred updates (with overlap_forward) of the step whose sums are done: its updater, the next bucket
+  // to claim and which are done, both counted in all-gather order.
+  Updater gather_update_;
+  size_t next_claim_ = 0;
+  std::vector<char> updated_;
   int64_t steps_begun_ = 0, step_base_ = 0, submitted_ = 0, reduced_ = 0;
   int64_t final_end_;  // parameters [0, final_end_) are final (all of them unless all-gathers are pending)
   double update_ms_ = 0, forward_wait_ms_ = 0;

@@ -14,7 +14,7 @@ class Sgd final : public Optimizer {
  public:
   Sgd(const OptimSection& s, int64_t n, const Kernels& k) : Optimizer(k, 1, n), spec_(s) {}  // velocity
   std::string name() const override { return "sgd"; }
-  void update_range(float* p, const float* g, int64_t at, int64_t count, double lr) override {
+  void update_range(float* p, const float* g, int64_t at, int64_t count, double lr, int64_t /*step*/) override {
     DP_CHECK(at >= 0 && at + count <= state_count_, "state range out of bounds");
     k_.sgd_momentum_update(p, g, state_.data() + at, count, float(lr), float(spec_.momentum),
                            float(spec_.weight_decay));
@@ -28,12 +28,12 @@ class AdamW final : public Optimizer {
  public:
   AdamW(const OptimSection& s, int64_t n, const Kernels& k) : Optimizer(k, 2, n), spec_(s) {}  // m, v
   std::string name() const override { return "adamw"; }
-  void update_range(float* p, const float* g, int64_t at, int64_t count, double lr) override {
+  void update_range(float* p, const float* g, int64_t at, int64_t count, double lr, int64_t step) override {
     DP_CHECK(at >= 0 && at + count <= state_count_, "state range out of bounds");
     float* m = state_.data() + at;
     float* v = state_.data() + state_count_ + at;
     k_.adamw_update(p, g, m, v, count, float(lr), float(spec_.beta1), float(spec_.beta2), float(spec_.eps),
-                    float(spec_.weight_decay), steps_);
+                    float(spec_.weight_decay), step);
   }
 
  private:

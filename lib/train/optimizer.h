@@ -31,14 +31,14 @@ class Optimizer {
   // One update of all state_count parameters with learning rate lr.
   void step(std::span<float> params, std::span<const float> grads, double lr) {
     DP_CHECK(int64_t(params.size()) == state_count_ && grads.size() == params.size(), "buffer sizes differ");
-    begin_step();
-    update_range(params.data(), grads.data(), 0, state_count_, lr);
+    update_range(params.data(), grads.data(), 0, state_count_, lr, begin_step());
   }
-  // A step in pieces (sharded updates): begin_step() once, then update_range for every range this rank
-  // owns; a range's state starts at element state_offset. Ranges of one step may run on another thread.
-  void begin_step() { ++steps_; }
-  virtual void update_range(float* params, const float* grads, int64_t state_offset, int64_t count,
-                            double lr) = 0;
+  // A step in pieces (sharded updates): begin_step() once, which returns the step's number (from 1), then
+  // update_range with that number for every range this rank owns; a range's state starts at element
+  // state_offset. Ranges of one step may run on other threads, and after the next step has begun.
+  int64_t begin_step() { return ++steps_; }
+  virtual void update_range(float* params, const float* grads, int64_t state_offset, int64_t count, double lr,
+                            int64_t step) = 0;
 
   // Everything a checkpoint must hold to continue exactly: the state buffer and the step count.
   std::span<float> state() { return state_.span(); }  // in the backend's memory

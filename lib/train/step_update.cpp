@@ -27,9 +27,9 @@ GradSyncOptions grad_sync_options(const CommSection& c) {
 StepUpdate::StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<NcclGroup> nccl)
     : comm_(comm), model_(model), nccl_(std::move(nccl)) {
   if (!model.kernels().host_memory) return;  // GPU ranks: gradients stay on the devices
-  std::vector<ParamRange> layers;
-  for (const LayerInfo& l : model.layers()) layers.push_back({l.param_offset, l.param_count});
-  sync_ = make_gradient_sync(grad_sync_options(job.parallel.comm), comm, model.params(), model.grads(), layers);
+  const GradSyncOptions options = grad_sync_options(job.parallel.comm);
+  model.set_hook_slice(hook_slice_floats(options));
+  sync_ = make_gradient_sync(options, comm, model.params(), model.grads(), model.hook_ranges());
   model.on_gradients_ready([this](int64_t offset) { sync_->gradients_ready(offset); });
   model.on_parameters_needed([this](int64_t end) { sync_->parameters_needed(end); });
 }
@@ -37,6 +37,7 @@ StepUpdate::StepUpdate(const Job& job, Communicator& comm, Model& model, std::un
 StepUpdate::~StepUpdate() {
   model_.on_gradients_ready(nullptr);
   model_.on_parameters_needed(nullptr);
+  model_.set_hook_slice(0);
 }
 
 std::string StepUpdate::describe() const {
@@ -52,10 +53,10 @@ int64_t StepUpdate::state_count() const {
 void StepUpdate::begin(Optimizer& opt, double lr) {
   opt_ = &opt;
   lr_ = lr;
-  opt.begin_step();
+  step_ = opt.begin_step();
   if (sync_)
-    sync_->begin_step([&opt, lr](float* p, const float* g, int64_t at, int64_t count) {
-      opt.update_range(p, g, at, count, lr);
+    sync_->begin_step([&opt, lr, step = step_](float* p, const float* g, int64_t at, int64_t count) {
+      opt.update_range(p, g, at, count, lr, step);
     });
 }
 
@@ -73,7 +74,8 @@ SyncTimes StepUpdate::finish() {
       comm_.allreduce_sum(model_.grads());
   }
   const auto t2 = Clock::now();
-  opt_->update_range(model_.params().data(), model_.grads().data(), 0, int64_t(model_.params().size()), lr_);
+  opt_->update_range(model_.params().data(), model_.grads().data(), 0, int64_t(model_.params().size()), lr_,
+                    step_);
   model_.kernels().synchronize();
   t.wait_ms = ms_since(t0, t1);
   t.comm_ms = ms_since(t1, t2);

@@ -48,6 +48,7 @@ class StepUpdate {
   std::unique_ptr<GradientSync> sync_;  // CPU ranks
   Optimizer* opt_ = nullptr;
   double lr_ = 0;
+  int64_t step_ = 0;  // the optimizer step begun by begin()
 };
 
 GradSyncOptions grad_sync_options(const CommSection& comm);
