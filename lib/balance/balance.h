@@ -1,5 +1,6 @@
 // I-DAT: heterogeneity-aware division of the global batch. Each rank's compute speed (samples per second
-// of its own forward/backward, excluding time spent waiting for others) is measured every step and
+// of its own work in the step: its forward/backward and host work, excluding time spent waiting for
+// others and communicating) is measured every step and
 // smoothed; the global batch is divided in proportion to the smoothed speeds, in integers that sum exactly
 // to it and respect per-rank limits, so that all ranks finish their compute together. The division
 // changes only at a cadence and only when the predicted step time improves by more than a threshold.

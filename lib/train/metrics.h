@@ -10,7 +10,8 @@ namespace dp {
 
 // What one rank measured in one step. Times in milliseconds.
 struct StepTimes {
-  double compute_ms = 0;  // batch gather, forward and backward (under MRA, overlapping communication)
+  double compute_ms = 0;  // own work since the last step: batch division and gather, the leader's logging,
+                          // forward and backward (under MRA, overlapping communication)
   double wait_ms = 0;     // waiting for the slowest rank before gradient exchange (plain only)
   double comm_ms = 0;     // gradient exchange the step waited for (MRA: what backward did not hide, and
                           // the forward's waits for parameters still being all-gathered)

@@ -126,6 +126,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   std::optional<EvalLine> last_eval;
   const int64_t stop = opts.stop_after >= 0 ? std::min(opts.stop_after, s.total_steps) : s.total_steps;
 
+  auto step_start = Clock::now();  // a step's time runs from the end of the last step (or pause)
   while (step < stop) {
     const int64_t epoch = step / s.steps_per_epoch, in_epoch = step % s.steps_per_epoch;
     if (epoch != permutation_epoch) {
@@ -148,7 +149,9 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     const double forward_wait_s = update.forward_wait_ms() / 1000;
     emulator.delay(step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
     const auto t1 = Clock::now();
-    const double compute_s = std::chrono::duration<double>(t1 - t0).count() - forward_wait_s;
+    // A rank's own time this step, what I-DAT balances: its computation and its host work since the last
+    // step (dividing the batch, the leader's logging of that step), less the forward's waits for parameters.
+    const double compute_s = std::chrono::duration<double>(t1 - step_start).count() - forward_wait_s;
     // Sum the gradients and update (the rest of it, under MRA), then one exchange of every rank's loss,
     // share and times; the step's time includes it.
     const SyncTimes sync = update.finish();
@@ -172,7 +175,8 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     const auto t4 = Clock::now();
     ++step;
 
-    const double step_seconds = std::chrono::duration<double>(t4 - t0).count();
+    const double step_seconds = std::chrono::duration<double>(t4 - step_start).count();
+    step_start = t4;  // the leader's logging below belongs to the next step
     train_seconds += step_seconds;
     trained_samples += batch;
     last_loss = loss_sum / terms;
@@ -208,7 +212,10 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
         prune_checkpoints(s.dir.checkpoints(), job.checkpoint.keep);
       }
     }
-    if (eval_due || ckpt_due || last) comm.barrier();
+    if (eval_due || ckpt_due || last) {
+      comm.barrier();
+      step_start = Clock::now();  // pauses are not steps
+    }
   }
 
   update.settle();
