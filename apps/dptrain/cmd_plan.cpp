@@ -66,7 +66,8 @@ int cmd_plan(const PlanCommand& cmd) {
   const auto buckets = plan_buckets(model->hook_ranges(), int64_t(model->params().size()), int64_t(c.bucket_mb * 1e6),
                                     int64_t(c.first_bucket_mb * 1e6));
   std::printf(" (%zu bucket(s) in backward order, overlap %s, sharded update %s)\n", buckets.size(),
-              c.overlap ? "on" : "off", c.sharded_update ? "on" : "off");
+              !c.overlap ? "off" : buckets.size() > 1 ? "on" : "off: one bucket, nothing to overlap",
+              c.sharded_update ? "on" : "off");
   for (size_t b = 0; b < buckets.size(); ++b)
     std::printf("  bucket %zu: parameters [%lld, %lld), %.2f MB\n", b, (long long)buckets[b].offset,
                 (long long)buckets[b].end(), double(buckets[b].count) * 4e-6);

@@ -18,8 +18,10 @@ class MraSync final : public GradientSync {
   MraSync(const GradSyncOptions& o, Communicator& comm, std::span<float> params, std::span<float> grads,
           const std::vector<ParamRange>& layers)
       : options_(o), comm_(comm.split(0, comm.rank())), params_(params), grads_(grads),
-        defer_gather_(o.overlap && o.overlap_forward && o.sharded_update), final_end_(int64_t(params.size())) {
-    buckets_ = plan_buckets(layers, int64_t(params.size()), o.bucket_bytes, o.first_bucket_bytes);
+        buckets_(plan_buckets(layers, int64_t(params.size()), o.bucket_bytes, o.first_bucket_bytes)),
+        // One bucket is complete only when backward is: a thread would have nothing to overlap.
+        overlap_(o.overlap && buckets_.size() > 1),
+        defer_gather_(overlap_ && o.overlap_forward && o.sharded_update), final_end_(int64_t(params.size())) {
     for (const ParamRange& b : buckets_) {
       const ShardRange r = o.sharded_update ? shard_range(size_t(b.count), comm_->size(), comm_->rank())
                                             : ShardRange{0, size_t(b.count)};
@@ -30,7 +32,7 @@ class MraSync final : public GradientSync {
     if (!o.sharded_update) state_count_ = int64_t(params.size());
     updated_.assign(buckets_.size(), 0);
     next_claim_ = buckets_.size();  // nothing to claim before the first step's sums
-    if (o.overlap) worker_ = std::thread([this] { work(); });
+    if (overlap_) worker_ = std::thread([this] { work(); });
   }
 
   ~MraSync() override {
@@ -47,7 +49,9 @@ class MraSync final : public GradientSync {
                        buckets_.size(), double(options_.bucket_bytes) / 1e6,
                        double(options_.first_bucket_bytes) / 1e6,
                        options_.sharded_update ? "ring reduce-scatter" : "ring allreduce",
-                       options_.overlap ? " overlapping backward" : " after backward",
+                       overlap_           ? " overlapping backward"
+                       : options_.overlap ? " after backward (one bucket: nothing to overlap)"
+                                          : " after backward",
                        !options_.sharded_update ? "full update"
                        : defer_gather_          ? "sharded update and all-gather"
                                                 : "sharded update fused into it, all-gather",
@@ -76,7 +80,7 @@ class MraSync final : public GradientSync {
   SyncTimes finish_step() override {
     const auto t0 = sync_clock::now();
     gradients_ready(0);  // everything is final now
-    if (options_.overlap) {
+    if (overlap_) {
       std::unique_lock lock(mutex_);
       finished_.wait(lock, [&] { return reduced_ == step_base_ + int64_t(buckets_.size()); });
       if (error_) std::rethrow_exception(error_);
@@ -251,6 +255,7 @@ class MraSync final : public GradientSync {
   std::vector<ParamRange> buckets_, shards_;  // shards_[b]: this rank's part of bucket b (absolute offsets)
   std::vector<int64_t> state_offsets_;        // where bucket b's shard's optimizer state starts
   int64_t state_count_ = 0;
+  const bool overlap_;       // a communication thread runs the buckets while backward continues
   const bool defer_gather_;
 
   // Buckets are counted over the whole run: step s's bucket b is number s * buckets + b.
