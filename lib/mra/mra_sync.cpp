@@ -232,8 +232,7 @@ class MraSync final : public GradientSync {
 
   // Deferred updates, claimed in all-gather order by the communication thread (for the bucket it gathers
   // next) or by the forward while it waits. Called with the lock held.
-  bool update_to_claim() const { return final_end_ < final_total() && next_claim_ < buckets_.size(); }
-  int64_t final_total() const { return int64_t(params_.size()); }
+  bool update_to_claim() const { return next_claim_ < buckets_.size(); }  // all claimed outside gathering
   void claim_and_update(std::unique_lock<std::mutex>& lock) {
     const size_t i = next_claim_++, g = buckets_.size() - 1 - i;
     const Updater update = gather_update_;
