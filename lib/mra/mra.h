@@ -7,7 +7,8 @@
 //       early). As soon as backward has finished a bucket it is reduce-scattered, each rank updates its
 //       shard of it (optimizer state exists only for that shard), and the updated shard is all-gathered:
 //       reduce-scatter, update and all-gather run on a communication thread while backward continues
-//       (overlap), so a step ends with only the first layers' bucket still in flight. With
+//       (overlap; a model whose gradients make one bucket has nothing to overlap and runs it after
+//       backward, without the thread), so a step ends with only the first layers' bucket in flight. With
 //       overlap_forward the updates and all-gathers wait until every bucket is summed and then run first
 //       layers first into the next step's forward, whose layers each wait only for their own bucket (the
 //       model's parameters-needed hook): the step ends as soon as the sums are done, and the forward,
