@@ -137,6 +137,10 @@ BOOST_AUTO_TEST_CASE(every_mode_trains_like_one_process) {
                                       : (sharded ? "mra sharded" : "mra full"),
                        {.algorithm = "mra", .bucket_bytes = 4000, .first_bucket_bytes = 400, .overlap = overlap > 0,
                         .overlap_forward = overlap == 2, .sharded_update = sharded}});
+  // One bucket: nothing to overlap, so no thread (the same arithmetic).
+  modes.push_back({"mra overlap+forward, one bucket",
+                   {.algorithm = "mra", .bucket_bytes = 1 << 30, .first_bucket_bytes = 1 << 30,
+                    .overlap = true, .overlap_forward = true}});
   for (const Mode& mode : modes)
     for (int ranks : {1, 2, 3, 4, 5}) {
       BOOST_TEST_CONTEXT(mode.name << ", " << ranks << " ranks") {
@@ -147,6 +151,18 @@ BOOST_AUTO_TEST_CASE(every_mode_trains_like_one_process) {
         }
       }
     }
+}
+
+BOOST_AUTO_TEST_CASE(one_bucket_runs_after_backward_without_a_thread) {
+  run_thread_ranks(2, [](Communicator& comm) {
+    auto model = make_model(mlp_spec(), kShape, 3);
+    GradSyncOptions o{.algorithm = "mra", .bucket_bytes = 1 << 30, .first_bucket_bytes = 1 << 30};
+    auto one = make_gradient_sync(o, comm, model->params(), model->grads(), model->hook_ranges());
+    BOOST_TEST(one->describe().find("one bucket: nothing to overlap") != std::string::npos);
+    o.bucket_bytes = o.first_bucket_bytes = 400;
+    auto many = make_gradient_sync(o, comm, model->params(), model->grads(), model->hook_ranges());
+    BOOST_TEST(many->describe().find("overlapping backward") != std::string::npos);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(sharded_state_round_trips_through_the_full_layout) {
