@@ -12,8 +12,9 @@
 #     START (exit 127, "error while loading shared libraries") on a machine without these libraries, even
 #     to train on the CPU. This image and CI have them; elsewhere build with -DDPTRAIN_WITH_CUDA=OFF, or
 #     (not done yet) load the CUDA backend with dlopen.
-#   - NCCL (libnccl.so.2) is linked when found (not in the device build): lib/comm/nccl/nccl_group.cu,
-#     multi-GPU data parallelism; without it nccl_unavailable.cpp reports that. Same --as-needed rule.
+#   - NCCL (libnccl.so.2) is linked when found: lib/comm/nccl/nccl_queue.cu, multi-GPU data parallelism
+#     and MRA; without it nccl_unavailable.cpp reports that. Same --as-needed rule (in the device build
+#     only gpu_mra needs it; the GPU machine has it in the nvidia-nccl wheel).
 include(CheckLanguage)
 check_language(CUDA)
 if(CMAKE_CUDA_COMPILER)
@@ -47,21 +48,17 @@ if(DPTRAIN_WITH_CUDA)
   target_compile_options(dptrain_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 -Xcompiler=-Wall,-Wextra>)
   target_link_libraries(dptrain_cuda PUBLIC CUDA::cublas ${DPTRAIN_CUDNN_LIBRARY})
 
-  if(NOT DPTRAIN_DEVICE_BUILD)
-    find_library(DPTRAIN_NCCL_LIBRARY NAMES nccl HINTS ${_dptrain_cuda_hints})
-    find_path(DPTRAIN_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda-13.0/include)
-    if(DPTRAIN_NCCL_LIBRARY AND DPTRAIN_NCCL_INCLUDE_DIR)
-      target_include_directories(dptrain_cuda PRIVATE ${DPTRAIN_NCCL_INCLUDE_DIR})
-      target_link_libraries(dptrain_cuda PUBLIC ${DPTRAIN_NCCL_LIBRARY})
-      target_compile_definitions(dptrain_cuda PUBLIC DPTRAIN_WITH_NCCL=1)
-      target_sources(dptrain_cuda PRIVATE ${PROJECT_SOURCE_DIR}/lib/comm/nccl/nccl_group.cu)
-      set(DPTRAIN_HAVE_NCCL ON)
-      set(_dptrain_nccl "NCCL ${DPTRAIN_NCCL_LIBRARY}")
-    else()
-      set(_dptrain_nccl "no NCCL")
-    endif()
+  find_library(DPTRAIN_NCCL_LIBRARY NAMES nccl HINTS ${_dptrain_cuda_hints})
+  find_path(DPTRAIN_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda-13.0/include)
+  if(DPTRAIN_NCCL_LIBRARY AND DPTRAIN_NCCL_INCLUDE_DIR)
+    target_include_directories(dptrain_cuda PRIVATE ${DPTRAIN_NCCL_INCLUDE_DIR})
+    target_link_libraries(dptrain_cuda PUBLIC ${DPTRAIN_NCCL_LIBRARY})
+    target_compile_definitions(dptrain_cuda PUBLIC DPTRAIN_WITH_NCCL=1)
+    target_sources(dptrain_cuda PRIVATE ${PROJECT_SOURCE_DIR}/lib/comm/nccl/nccl_queue.cu)
+    set(DPTRAIN_HAVE_NCCL ON)
+    set(_dptrain_nccl "NCCL ${DPTRAIN_NCCL_LIBRARY}")
   else()
-    set(_dptrain_nccl "no NCCL (device build)")
+    set(_dptrain_nccl "no NCCL")
   endif()
 
   target_link_libraries(dp_core PUBLIC dptrain_cuda)
@@ -73,7 +70,7 @@ else()
   message(STATUS "dptrain: CUDA backend OFF (CPU only)")
 endif()
 
-# Without NCCL, make_nccl_group says so instead (the device build has no dp_comm and needs neither).
+# Without NCCL, make_nccl_queue says so instead (the device build then leaves gpu_mra out).
 if(TARGET dp_comm AND NOT DPTRAIN_HAVE_NCCL)
   target_sources(dp_comm PRIVATE ${PROJECT_SOURCE_DIR}/lib/comm/nccl/nccl_unavailable.cpp)
 endif()

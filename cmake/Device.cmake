@@ -1,13 +1,14 @@
 # Device build (-DDPTRAIN_DEVICE_BUILD=ON, with scripts/device-build.sh): binaries built on this machine to
 # run on the GPU machine, whose image has CUDA 13 (cuBLAS, cuDNN through its Python wheels, a driver) but
 # none of Debian's dev libraries (no OpenBLAS, fmt, Boost, MPI, TOML++, CLI11). It builds only
-#   dptrain_cuda (cmake/Backends.cmake; static CUDA runtime, shared cuBLAS and cuDNN, no NCCL),
+#   dptrain_cuda (cmake/Backends.cmake; static CUDA runtime, shared cuBLAS, cuDNN and NCCL),
 #   the CPU kernels as the tests' oracle, with tests/gpu/cblas_reference.cpp standing in for OpenBLAS,
 #   the models (models/), the GPU tests (tests/gpu/test_gpu_*.cpp, Boost.Test compiled in) and the
 #   benchmarks tests/gpu/bench_gpu_*.cpp (kernels and whole training steps),
 # into ${CMAKE_BINARY_DIR}/bin, linked with -static-libstdc++ -static-libgcc and header-only fmt, so that
-# each binary needs only glibc (2.36 or newer) plus that machine's libcublas.so.13, libcublasLt.so.13 and
-# libcudnn.so.9. The top-level CMakeLists.txt includes it before its find_package calls and stops there:
+# each binary needs only glibc (2.36 or newer) plus that machine's libcublas.so.13, libcublasLt.so.13,
+# libcudnn.so.9 and (gpu_mra: MRA over NCCL, with lib/comm less its MPI transport, lib/mra and the
+# optimizers) libnccl.so.2. The top-level CMakeLists.txt includes it before its find_package calls and stops there:
 #   option(DPTRAIN_DEVICE_BUILD "Build only what the GPU machine runs (cmake/Device.cmake)" OFF)
 #   if(DPTRAIN_DEVICE_BUILD)
 #     include(cmake/Device.cmake)
@@ -44,6 +45,13 @@ target_link_libraries(dp_models PUBLIC dp_kernels)
 
 include(${CMAKE_CURRENT_LIST_DIR}/Backends.cmake)
 
+# What gpu_mra needs besides the models: the synchronisation over a CollectiveQueue and the optimizers.
+file(GLOB _dp_sync_src CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/lib/comm/*.cpp ${PROJECT_SOURCE_DIR}/lib/mra/*.cpp)
+list(FILTER _dp_sync_src EXCLUDE REGEX "mpi_communicator\\.cpp$")
+add_library(dp_sync OBJECT ${_dp_sync_src} ${PROJECT_SOURCE_DIR}/lib/train/optimizer.cpp)
+target_compile_options(dp_sync PRIVATE -Wall -Wextra -Wpedantic)
+target_link_libraries(dp_sync PUBLIC dp_models)
+
 add_library(dp_boost_test OBJECT ${PROJECT_SOURCE_DIR}/tests/gpu/boost_test_static.cpp)
 target_link_libraries(dp_boost_test PUBLIC Boost::headers)
 
@@ -53,6 +61,9 @@ file(GLOB _gpu_tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/gpu/test_gpu_
 foreach(src ${_gpu_tests})
   get_filename_component(name ${src} NAME_WE)
   string(REGEX REPLACE "^(test|bench)_gpu_" "" short ${name})
+  if(short STREQUAL "mra" AND NOT DPTRAIN_HAVE_NCCL)
+    continue()
+  endif()
   if(name MATCHES "^bench_")
     set(target gpu_bench_${short})
     add_executable(${target} ${src})
@@ -62,6 +73,9 @@ foreach(src ${_gpu_tests})
     target_link_libraries(${target} PRIVATE Boost::headers)
     add_test(NAME ${target} COMMAND ${target} --color_output=no)
     set_tests_properties(${target} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endif()
+  if(short STREQUAL "mra")
+    target_link_libraries(${target} PRIVATE dp_sync)
   endif()
   target_link_libraries(${target} PRIVATE dp_models dp_kernels dp_core dptrain_cuda)
   target_compile_options(${target} PRIVATE -Wall -Wextra)

@@ -22,7 +22,7 @@ ninja -C "$build"
 strip --strip-unneeded "$build"/bin/*
 
 # Only the C library family and CUDA's own libraries may be needed at run time.
-allowed='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|libcublas|libcublasLt|libcudnn)\.so'
+allowed='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|libcublas|libcublasLt|libcudnn|libnccl)\.so'
 status=0
 for bin in "$build"/bin/*; do
   while read -r lib; do

@@ -1,8 +1,11 @@
 // The communicator every training component talks to. Rank, size and the communicator itself are always
 // passed in, never global. Transports implement this interface: MPI (mpi_communicator.cpp), in-process
-// threads (thread_communicator.h, for tests and simulation); NCCL comes with the GPU work. Collective
-// algorithms (collectives.h) are written once against it: point-to-point on bytes plus the "memory space"
-// hooks (allocate, copy, reduce_add), which are host loops here and device kernels on a GPU transport.
+// threads (thread_communicator.h, for tests and simulation). Collective algorithms (collectives.h) are
+// written once against it: point-to-point on bytes plus the "memory space" hooks (allocate, copy,
+// reduce_add), host loops here, kept virtual for a transport whose buffers live elsewhere.
+// GPU ranks talk NCCL through a CollectiveQueue instead (collective_queue.h): NCCL's point-to-point calls
+// have no tags and block the GPU until matched (they must be grouped to progress together), so the
+// host-driven algorithms here cannot run on them; NCCL's own collectives are already rings.
 #pragma once
 
 #include <cstddef>

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/comm/collective_queue.h"
 #include "lib/comm/communicator.h"
 #include "lib/core/param_range.h"
 
@@ -95,5 +96,17 @@ class GradientSync {
 std::unique_ptr<GradientSync> make_gradient_sync(const GradSyncOptions& options, Communicator& comm,
                                                  std::span<float> params, std::span<float> grads,
                                                  const std::vector<ParamRange>& layers);
+
+// The same modes over a CollectiveQueue (lib/comm/collective_queue.h), for parameters and gradients in the
+// compute backend's memory (GPU ranks: NCCL on a stream of its own). Backward queues each finished
+// bucket's sums behind the kernels that produced it; the updates (run by the caller's thread, on the
+// compute stream) wait for the sums; each bucket's all-gather is queued behind its update, and with
+// overlap_forward the next forward waits for it just before reading the bucket (else finish_step waits).
+// "native" and "ring" both mean the queue's allreduce of all gradients after backward. comm: the same
+// ranks as the queue, on the host, for checkpoints.
+std::unique_ptr<GradientSync> make_queued_gradient_sync(const GradSyncOptions& options, CollectiveQueue& queue,
+                                                        Communicator& comm, std::span<float> params,
+                                                        std::span<float> grads,
+                                                        const std::vector<ParamRange>& layers);
 
 }  // namespace dp

@@ -18,20 +18,12 @@ class MraSync final : public GradientSync {
   MraSync(const GradSyncOptions& o, Communicator& comm, std::span<float> params, std::span<float> grads,
           const std::vector<ParamRange>& layers)
       : options_(o), comm_(comm.split(0, comm.rank())), params_(params), grads_(grads),
-        buckets_(plan_buckets(layers, int64_t(params.size()), o.bucket_bytes, o.first_bucket_bytes)),
+        plan_(o, comm_->size(), comm_->rank(), layers, int64_t(params.size())),
         // One bucket is complete only when backward is: a thread would have nothing to overlap.
-        overlap_(o.overlap && buckets_.size() > 1),
+        overlap_(o.overlap && plan_.buckets.size() > 1),
         defer_gather_(overlap_ && o.overlap_forward && o.sharded_update), final_end_(int64_t(params.size())) {
-    for (const ParamRange& b : buckets_) {
-      const ShardRange r = o.sharded_update ? shard_range(size_t(b.count), comm_->size(), comm_->rank())
-                                            : ShardRange{0, size_t(b.count)};
-      shards_.push_back({b.offset + int64_t(r.offset), int64_t(r.count)});
-      state_offsets_.push_back(o.sharded_update ? state_count_ : b.offset);
-      state_count_ += int64_t(r.count);
-    }
-    if (!o.sharded_update) state_count_ = int64_t(params.size());
-    updated_.assign(buckets_.size(), 0);
-    next_claim_ = buckets_.size();  // nothing to claim before the first step's sums
+    updated_.assign(plan_.buckets.size(), 0);
+    next_claim_ = plan_.buckets.size();  // nothing to claim before the first step's sums
     if (overlap_) worker_ = std::thread([this] { work(); });
   }
 
@@ -46,7 +38,7 @@ class MraSync final : public GradientSync {
 
   std::string describe() const override {
     return fmt::format("MRA: {} bucket(s) of up to {:g} MB (first {:g} MB), {}{}, {}{}",
-                       buckets_.size(), double(options_.bucket_bytes) / 1e6,
+                       plan_.buckets.size(), double(options_.bucket_bytes) / 1e6,
                        double(options_.first_bucket_bytes) / 1e6,
                        options_.sharded_update ? "ring reduce-scatter" : "ring allreduce",
                        overlap_           ? " overlapping backward"
@@ -57,19 +49,19 @@ class MraSync final : public GradientSync {
                                                 : "sharded update fused into it, all-gather",
                        defer_gather_ ? " overlapping the next forward" : "");
   }
-  int64_t state_count() const override { return state_count_; }
+  int64_t state_count() const override { return plan_.state_count; }
 
   void begin_step(Updater update) override {
     std::lock_guard lock(mutex_);
     update_ = std::move(update);
-    step_base_ = steps_begun_++ * int64_t(buckets_.size());
+    step_base_ = steps_begun_++ * int64_t(plan_.buckets.size());
     update_ms_ = 0;
     forward_wait_ms_ = 0;
   }
 
   void gradients_ready(int64_t offset) override {
-    int64_t ready = 0;  // buckets of this step that backward has finished: a prefix of buckets_
-    while (ready < int64_t(buckets_.size()) && buckets_[size_t(ready)].offset >= offset) ++ready;
+    int64_t ready = 0;  // buckets of this step that backward has finished: a prefix of plan_.buckets
+    while (ready < int64_t(plan_.buckets.size()) && plan_.buckets[size_t(ready)].offset >= offset) ++ready;
     std::unique_lock lock(mutex_);
     if (step_base_ + ready <= submitted_) return;
     submitted_ = step_base_ + ready;
@@ -82,10 +74,10 @@ class MraSync final : public GradientSync {
     gradients_ready(0);  // everything is final now
     if (overlap_) {
       std::unique_lock lock(mutex_);
-      finished_.wait(lock, [&] { return reduced_ == step_base_ + int64_t(buckets_.size()); });
+      finished_.wait(lock, [&] { return reduced_ == step_base_ + int64_t(plan_.buckets.size()); });
       if (error_) std::rethrow_exception(error_);
     } else {
-      for (size_t b = 0; b < buckets_.size(); ++b) {
+      for (size_t b = 0; b < plan_.buckets.size(); ++b) {
         reduce_and_update(b);
         gather(b);
       }
@@ -119,27 +111,11 @@ class MraSync final : public GradientSync {
   void settle() override { parameters_needed(int64_t(params_.size())); }
 
   std::vector<float> full_state(std::span<const float> mine, int slots) override {
-    if (!options_.sharded_update) return {mine.begin(), mine.end()};
-    settle();  // the communicator is the worker's until its all-gathers are done
-    const size_t total = params_.size();
-    std::vector<float> full(size_t(slots) * total, 0.0f);
-    for (int s = 0; s < slots; ++s)
-      for (size_t b = 0; b < buckets_.size(); ++b)
-        std::copy_n(mine.begin() + s * state_count_ + state_offsets_[b], shards_[b].count,
-                    full.begin() + int64_t(size_t(s) * total) + shards_[b].offset);
-    comm_->allreduce_sum(std::span<float>(full));  // every element is one rank's value plus zeros: exact
-    return full;
+    if (options_.sharded_update) settle();  // the communicator is the worker's until its all-gathers are done
+    return plan_.full_state(*comm_, mine, slots);
   }
-
   std::vector<float> my_state(std::span<const float> full, int slots) const override {
-    if (!options_.sharded_update) return {full.begin(), full.end()};
-    const size_t total = params_.size();
-    std::vector<float> mine(size_t(slots) * size_t(state_count_));
-    for (int s = 0; s < slots; ++s)
-      for (size_t b = 0; b < buckets_.size(); ++b)
-        std::copy_n(full.begin() + int64_t(size_t(s) * total) + shards_[b].offset, shards_[b].count,
-                    mine.begin() + s * state_count_ + state_offsets_[b]);
-    return mine;
+    return plan_.my_state(full, slots);
   }
 
  private:
@@ -148,14 +124,14 @@ class MraSync final : public GradientSync {
   // gradients are still in cache and the next segment is in flight. With deferred all-gathers the update
   // waits too (see work()): only the sums are made here.
   void reduce_and_update(size_t b) {
-    const ParamRange bucket = buckets_[b], shard = shards_[b];
+    const ParamRange bucket = plan_.buckets[b], shard = plan_.shards[b];
     auto grads = grads_.subspan(size_t(bucket.offset), size_t(bucket.count));
     auto params = params_.subspan(size_t(bucket.offset), size_t(bucket.count));
     double ms = 0;
     auto update = [&](int64_t offset, int64_t count) {  // offset relative to the bucket
       const auto t0 = sync_clock::now();
       const int64_t in_shard = bucket.offset + offset - shard.offset;
-      update_(params.data() + offset, grads.data() + offset, state_offsets_[b] + in_shard, count);
+      update_(params.data() + offset, grads.data() + offset, plan_.state_offsets[b] + in_shard, count);
       ms += ms_between(t0, sync_clock::now());
     };
     CollectiveOptions ring{CollectiveAlgorithm::ring, kDefaultSegmentBytes, {}};
@@ -174,7 +150,7 @@ class MraSync final : public GradientSync {
   // Shares bucket b's updated shards (nothing to share when every rank updated all of it).
   void gather(size_t b) {
     if (!options_.sharded_update) return;
-    const ParamRange bucket = buckets_[b];
+    const ParamRange bucket = plan_.buckets[b];
     const CollectiveOptions ring{CollectiveAlgorithm::ring, kDefaultSegmentBytes, {}};
     allgather_shards(*comm_, params_.subspan(size_t(bucket.offset), size_t(bucket.count)), ring);
   }
@@ -198,7 +174,7 @@ class MraSync final : public GradientSync {
   // The communication thread: buckets in the order backward submitted them (the same on every rank).
   // Deferred, the all-gathers follow the step's last update, first layers (the last bucket) first.
   void work() {
-    const size_t count = buckets_.size();
+    const size_t count = plan_.buckets.size();
     std::unique_lock lock(mutex_);
     while (true) {
       wake_.wait(lock, [&] { return stop_ || reduced_ < submitted_; });
@@ -224,7 +200,7 @@ class MraSync final : public GradientSync {
         updated_cv_.wait(lock, [&] { return updated_[i] || error_; });
         const size_t g = count - 1 - i;
         guarded(lock, [&] { gather(g); });
-        final_end_ = buckets_[g].end();
+        final_end_ = plan_.buckets[g].end();
         gathered_.notify_all();
       }
     }
@@ -232,14 +208,14 @@ class MraSync final : public GradientSync {
 
   // Deferred updates, claimed in all-gather order by the communication thread (for the bucket it gathers
   // next) or by the forward while it waits. Called with the lock held.
-  bool update_to_claim() const { return next_claim_ < buckets_.size(); }  // all claimed outside gathering
+  bool update_to_claim() const { return next_claim_ < plan_.buckets.size(); }  // all claimed outside gathering
   void claim_and_update(std::unique_lock<std::mutex>& lock) {
-    const size_t i = next_claim_++, g = buckets_.size() - 1 - i;
+    const size_t i = next_claim_++, g = plan_.buckets.size() - 1 - i;
     const Updater update = gather_update_;
     guarded(lock, [&] {
       const auto t0 = sync_clock::now();
-      const ParamRange shard = shards_[g];
-      update(params_.data() + shard.offset, grads_.data() + shard.offset, state_offsets_[g], shard.count);
+      const ParamRange shard = plan_.shards[g];
+      update(params_.data() + shard.offset, grads_.data() + shard.offset, plan_.state_offsets[g], shard.count);
       const double ms = ms_between(t0, sync_clock::now());
       std::lock_guard relock(mutex_);
       update_ms_ += ms;
@@ -251,9 +227,7 @@ class MraSync final : public GradientSync {
   GradSyncOptions options_;
   std::unique_ptr<Communicator> comm_;
   std::span<float> params_, grads_;
-  std::vector<ParamRange> buckets_, shards_;  // shards_[b]: this rank's part of bucket b (absolute offsets)
-  std::vector<int64_t> state_offsets_;        // where bucket b's shard's optimizer state starts
-  int64_t state_count_ = 0;
+  const ShardPlan plan_;
   const bool overlap_;       // a communication thread runs the buckets while backward continues
   const bool defer_gather_;
 

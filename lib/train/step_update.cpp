@@ -1,4 +1,4 @@
-// StepUpdate: lib/mra's GradientSync on CPU ranks, barrier + NCCL (or MPI) sums + full update on GPU ranks.
+// StepUpdate: lib/mra's GradientSync, over the communicator (CPU ranks) or an NCCL queue (GPU ranks).
 #include "lib/train/step_update.h"
 
 #include <chrono>
@@ -24,12 +24,15 @@ GradSyncOptions grad_sync_options(const CommSection& c) {
   return o;
 }
 
-StepUpdate::StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<NcclGroup> nccl)
-    : comm_(comm), model_(model), nccl_(std::move(nccl)) {
-  if (!model.kernels().host_memory) return;  // GPU ranks: gradients stay on the devices
+StepUpdate::StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<CollectiveQueue> gpu_queue)
+    : model_(model), queue_(std::move(gpu_queue)) {
+  const bool host = model.kernels().host_memory;
+  if (!host && !queue_) return;  // a single GPU: nothing to synchronise
   const GradSyncOptions options = grad_sync_options(job.parallel.comm);
   model.set_hook_slice(hook_slice_floats(options));
-  sync_ = make_gradient_sync(options, comm, model.params(), model.grads(), model.hook_ranges());
+  sync_ = host ? make_gradient_sync(options, comm, model.params(), model.grads(), model.hook_ranges())
+               : make_queued_gradient_sync(options, *queue_, comm, model.params(), model.grads(),
+                                           model.hook_ranges());
   model.on_gradients_ready([this](int64_t offset) { sync_->gradients_ready(offset); });
   model.on_parameters_needed([this](int64_t end) { sync_->parameters_needed(end); });
 }
@@ -41,9 +44,7 @@ StepUpdate::~StepUpdate() {
 }
 
 std::string StepUpdate::describe() const {
-  if (sync_) return sync_->describe();
-  return nccl_ ? "GPU data parallelism: " + nccl_->version() + " allreduce of all gradients after backward"
-               : "one GPU";
+  return sync_ ? sync_->describe() : "one GPU";
 }
 
 int64_t StepUpdate::state_count() const {
@@ -62,24 +63,12 @@ void StepUpdate::begin(Optimizer& opt, double lr) {
 
 SyncTimes StepUpdate::finish() {
   if (sync_) return sync_->finish_step();
-  SyncTimes t;
+  SyncTimes t;  // a single GPU rank
   const auto t0 = Clock::now();
-  auto t1 = t0;
-  if (comm_.size() > 1) {
-    comm_.barrier();
-    t1 = Clock::now();
-    if (nccl_)
-      nccl_->allreduce_sum(model_.grads());
-    else
-      comm_.allreduce_sum(model_.grads());
-  }
-  const auto t2 = Clock::now();
   opt_->update_range(model_.params().data(), model_.grads().data(), 0, int64_t(model_.params().size()), lr_,
                     step_);
   model_.kernels().synchronize();
-  t.wait_ms = ms_since(t0, t1);
-  t.comm_ms = ms_since(t1, t2);
-  t.update_ms = ms_since(t2, Clock::now());
+  t.update_ms = ms_since(t0, Clock::now());
   return t;
 }
 

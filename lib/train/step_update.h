@@ -1,6 +1,7 @@
-// How a step's gradients become the same parameter update on every rank: lib/mra on CPU ranks (plain
-// data parallelism or MRA, as [parallel.comm] says), NCCL sums on GPU ranks. The trainer drives it the
-// same way either way: begin (before forward/backward), then finish (after).
+// How a step's gradients become the same parameter update on every rank: lib/mra's synchronisation, plain
+// data parallelism or MRA as [parallel.comm] says, over the communicator on CPU ranks and over a queue of
+// NCCL collectives on GPU ranks. The trainer drives it the same way either way: begin (before
+// forward/backward), then finish (after).
 #pragma once
 
 #include <memory>
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "lib/comm/communicator.h"
-#include "lib/comm/nccl/nccl_group.h"
+#include "lib/comm/collective_queue.h"
 #include "lib/job/job.h"
 #include "lib/mra/mra.h"
 #include "lib/train/optimizer.h"
@@ -19,8 +20,8 @@ namespace dp {
 
 class StepUpdate {
  public:
-  // nccl: the GPU ranks' group (nullptr on the CPU, or for a single GPU rank).
-  StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<NcclGroup> nccl);
+  // gpu_queue: the GPU ranks' NCCL queue (make_nccl_queue; nullptr on the CPU, or for a single GPU rank).
+  StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<CollectiveQueue> gpu_queue);
   ~StepUpdate();
 
   std::string describe() const;
@@ -42,10 +43,9 @@ class StepUpdate {
   void load_state(Optimizer& opt, std::span<const float> full);
 
  private:
-  Communicator& comm_;
   Model& model_;
-  std::unique_ptr<NcclGroup> nccl_;
-  std::unique_ptr<GradientSync> sync_;  // CPU ranks
+  std::unique_ptr<CollectiveQueue> queue_;
+  std::unique_ptr<GradientSync> sync_;  // absent for a single GPU rank
   Optimizer* opt_ = nullptr;
   double lr_ = 0;
   int64_t step_ = 0;  // the optimizer step begun by begin()

@@ -12,7 +12,7 @@
 #include "kernels/kernel_table.h"
 #include "lib/balance/balance.h"
 #include "lib/balance/emulate.h"
-#include "lib/comm/nccl/nccl_group.h"
+#include "lib/comm/collective_queue.h"
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
@@ -54,10 +54,10 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   const int world = comm.size();
   cpu::set_compute_threads(default_threads(job, comm));
 
-  // On GPUs: one rank per device, gradients summed by NCCL on the devices.
+  // On GPUs: one rank per device, gradients summed by NCCL on the devices (a queue behind the kernels).
   const Device device = choose_device(job);
   const Kernels* kernels = &cpu_kernels();
-  std::unique_ptr<NcclGroup> nccl;
+  std::unique_ptr<CollectiveQueue> gpu_queue;
   if (device.kind == "cuda") {
     const int devices = probe_backends().cuda_devices;
     if (comm.local_size() > devices)
@@ -66,12 +66,12 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                      fmt::format("set ranks to at most {} per host, or device = \"cpu\"", devices));
     use_cuda_device(local_rank(comm), job.train.precision);
     kernels = cuda_kernel_table();
-    if (world > 1) nccl = make_nccl_group(comm);
+    if (world > 1) gpu_queue = make_nccl_queue(comm);
   }
   Setup s = build_setup(job, opts, *kernels);
 
   Model& model = *s.model;
-  StepUpdate update(job, comm, model, std::move(nccl));
+  StepUpdate update(job, comm, model, std::move(gpu_queue));
   const auto optimizer = make_optimizer(job.optim, update.state_count(), *kernels);
   Optimizer& opt = *optimizer;
   int64_t step = 0;  // steps completed

@@ -62,14 +62,18 @@ OptimSection adamw() {
   return o;
 }
 
-// Trains with `options` on `ranks` thread ranks; returns every rank's final parameters.
-std::vector<std::vector<float>> train(const GradSyncOptions& options, int ranks) {
+// Trains with `options` on `ranks` thread ranks; returns every rank's final parameters. queued: through
+// make_queued_gradient_sync on a host CollectiveQueue (the GPU ranks' code, with a thread for a stream).
+std::vector<std::vector<float>> train(const GradSyncOptions& options, int ranks, bool queued = false) {
   std::vector<std::vector<float>> result(static_cast<size_t>(ranks));
   std::mutex m;
   run_thread_ranks(ranks, [&](Communicator& comm) {
     auto model = make_model(mlp_spec(), kShape, 3);
     model->set_hook_slice(hook_slice_floats(options));  // with overlap: fc1 in 16 slices of 3 rows
-    auto sync = make_gradient_sync(options, comm, model->params(), model->grads(), model->hook_ranges());
+    const auto queue = queued ? make_host_queue(comm) : nullptr;
+    auto sync = queued ? make_queued_gradient_sync(options, *queue, comm, model->params(), model->grads(),
+                                                   model->hook_ranges())
+                       : make_gradient_sync(options, comm, model->params(), model->grads(), model->hook_ranges());
     auto opt = make_optimizer(adamw(), sync->state_count());
     model->on_gradients_ready([&](int64_t offset) { sync->gradients_ready(offset); });
     model->on_parameters_needed([&](int64_t end) { sync->parameters_needed(end); });
@@ -141,16 +145,17 @@ BOOST_AUTO_TEST_CASE(every_mode_trains_like_one_process) {
   modes.push_back({"mra overlap+forward, one bucket",
                    {.algorithm = "mra", .bucket_bytes = 1 << 30, .first_bucket_bytes = 1 << 30,
                     .overlap = true, .overlap_forward = true}});
-  for (const Mode& mode : modes)
-    for (int ranks : {1, 2, 3, 4, 5}) {
-      BOOST_TEST_CONTEXT(mode.name << ", " << ranks << " ranks") {
-        const auto params = train(mode.o, ranks);
-        for (int r = 0; r < ranks; ++r) {
-          BOOST_TEST(params[size_t(r)] == params[0], "ranks disagree");
-          BOOST_TEST(max_relative_difference(params[size_t(r)], reference) < 1e-4);
+  for (const bool queued : {false, true})
+    for (const Mode& mode : modes)
+      for (int ranks : {1, 2, 3, 4, 5}) {
+        BOOST_TEST_CONTEXT(mode.name << (queued ? " (queued)" : "") << ", " << ranks << " ranks") {
+          const auto params = train(mode.o, ranks, queued);
+          for (int r = 0; r < ranks; ++r) {
+            BOOST_TEST(params[size_t(r)] == params[0], "ranks disagree");
+            BOOST_TEST(max_relative_difference(params[size_t(r)], reference) < 1e-4);
+          }
         }
       }
-    }
 }
 
 BOOST_AUTO_TEST_CASE(one_bucket_runs_after_backward_without_a_thread) {
@@ -165,11 +170,15 @@ BOOST_AUTO_TEST_CASE(one_bucket_runs_after_backward_without_a_thread) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(sharded_state_round_trips_through_the_full_layout) {
-  run_thread_ranks(3, [](Communicator& comm) {
+BOOST_DATA_TEST_CASE(sharded_state_round_trips_through_the_full_layout, boost::unit_test::data::make({false, true}),
+                     queued) {
+  run_thread_ranks(3, [queued](Communicator& comm) {
     auto model = make_model(mlp_spec(), kShape, 3);
     const GradSyncOptions o{.algorithm = "mra", .bucket_bytes = 4000, .first_bucket_bytes = 400};
-    auto sync = make_gradient_sync(o, comm, model->params(), model->grads(), model->hook_ranges());
+    const auto queue = queued ? make_host_queue(comm) : nullptr;
+    auto sync = queued ? make_queued_gradient_sync(o, *queue, comm, model->params(), model->grads(),
+                                                   model->hook_ranges())
+                       : make_gradient_sync(o, comm, model->params(), model->grads(), model->hook_ranges());
     const int64_t total = int64_t(model->params().size());
     BOOST_TEST(sync->state_count() < total);  // a third, give or take the rounding
     std::vector<float> full(size_t(2 * total));
