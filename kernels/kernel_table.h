@@ -23,7 +23,7 @@ struct Kernels {
   void (*upload)(void* dst, const void* host_src, size_t bytes);
   void (*download)(void* host_dst, const void* src, size_t bytes);  // waits for queued work
   void (*zero)(void* dst, size_t bytes);
-  void (*synchronize)();                   // waits for all queued work (no-op on the CPU)
+  void (*synchronize)();                   // waits for the kernels queued so far (no-op on the CPU)
 
   // ---- linear, activations, loss ------------------------------------------------------------------------
   void (*linear_forward)(const float* x, const float* w, const float* b, float* y, int64_t n, int64_t in,

@@ -17,7 +17,7 @@ nvidia-smi || echo "nvidia-smi failed"
 echo "== CUDA libraries in the loader cache"
 ldconfig -p | grep -E 'cublas|cudnn|nccl' || echo "(none)"
 
-# cuDNN (and sometimes cuBLAS) may live only in Python wheels there: find what the loader misses.
+# cuDNN, NCCL (and sometimes cuBLAS) may live only in Python wheels there: find what the loader misses.
 if ! ls "$bin"/gpu_* >/dev/null 2>&1; then
   echo "no GPU binaries in $bin: run scripts/device-build.sh here and carry $bin" >&2
   exit 2
@@ -25,7 +25,9 @@ fi
 probe=$bin/gpu_conv  # needs the most: cuBLAS and cuDNN
 missing=$(for b in "$bin"/gpu_*; do ldd "$b"; done | awk '/not found/ {print $1}' | sort -u)
 for lib in $missing; do
-  dir=$(find /usr/local /usr/lib /opt -name "$lib" -not -path '*/stubs/*' 2>/dev/null | head -1 | xargs -r dirname)
+  # Python wheels (nvidia-cudnn, nvidia-nccl) may sit in site-packages outside these roots too.
+  roots=(/usr/local /usr/lib /opt $(python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null))
+  dir=$(find "${roots[@]}" -name "$lib" -not -path '*/stubs/*' 2>/dev/null | head -1 | xargs -r dirname)
   if [[ -n $dir ]]; then
     echo "== $lib found in $dir (added to LD_LIBRARY_PATH)"
     export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

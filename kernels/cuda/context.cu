@@ -120,7 +120,8 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 
 }  // namespace detail
 
-void synchronize() { DP_CUDA_CHECK(cudaDeviceSynchronize()); }
+// The legacy default stream: every kernel and copy of dptrain, but not a CollectiveQueue's own stream.
+void synchronize() { DP_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
 
 void allow_tf32(bool allowed) {
   detail::State& s = detail::state();

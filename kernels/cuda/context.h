@@ -7,7 +7,9 @@
 
 namespace dp::cuda {
 
-// Waits for all queued device work; throws dp::RuntimeFailure with the first asynchronous error.
+// Waits for the work queued on the compute stream (every kernel and copy of dptrain, the legacy default
+// stream), not for streams of their own such as NCCL's in a CollectiveQueue; throws dp::RuntimeFailure
+// with the first asynchronous error.
 void synchronize();
 
 // fp32 GEMMs (cuBLAS) use plain fp32 FMA arithmetic by default. allow_tf32(true) lets cuBLAS use the

@@ -62,9 +62,15 @@ void StepUpdate::begin(Optimizer& opt, double lr) {
 }
 
 SyncTimes StepUpdate::finish() {
-  if (sync_) return sync_->finish_step();
-  SyncTimes t;  // a single GPU rank
+  if (sync_ && model_.kernels().host_memory) return sync_->finish_step();
   const auto t0 = Clock::now();
+  if (sync_) {  // GPU ranks: what the compute stream still has to do waits for the sums (and the updates)
+    SyncTimes t = sync_->finish_step();
+    model_.kernels().synchronize();  // here, so that the next step's compute time does not include it
+    t.comm_ms = ms_since(t0, Clock::now()) - t.update_ms;
+    return t;
+  }
+  SyncTimes t;  // a single GPU rank
   opt_->update_range(model_.params().data(), model_.grads().data(), 0, int64_t(model_.params().size()), lr_,
                     step_);
   model_.kernels().synchronize();

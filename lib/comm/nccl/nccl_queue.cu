@@ -9,6 +9,7 @@
 #include <nccl.h>
 
 #include <array>
+#include <exception>
 #include <string>
 
 #include "lib/comm/collective_queue.h"
@@ -35,23 +36,23 @@ const cudaStream_t kCompute = cudaStreamLegacy;
 class NcclQueue final : public CollectiveQueue {
  public:
   explicit NcclQueue(Communicator& bootstrap) : rank_(bootstrap.rank()), size_(bootstrap.size()) {
-    ncclUniqueId id{};
-    if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    bootstrap.broadcast(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)), 0);
-    check_nccl(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
-    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    check_cuda(cudaEventCreateWithFlags(&follow_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    for (cudaEvent_t& e : marks_)
-      check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    try {
+      check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+      check_cuda(cudaEventCreateWithFlags(&follow_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      for (cudaEvent_t& e : marks_)
+        check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      ncclUniqueId id{};
+      if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      bootstrap.broadcast(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)), 0);
+      check_nccl(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
+    } catch (...) {
+      release(/*abort=*/true);
+      throw;
+    }
   }
-  ~NcclQueue() override {
-    cudaStreamSynchronize(stream_);
-    ncclCommDestroy(comm_);
-    for (cudaEvent_t e : marks_) cudaEventDestroy(e);
-    cudaEventDestroy(follow_);
-    cudaStreamDestroy(stream_);
-    cudaFree(scratch_);
-  }
+  // Unwinding from an error, the other ranks may never reach the collectives still queued: abort them
+  // instead of waiting.
+  ~NcclQueue() override { release(std::uncaught_exceptions() > 0); }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -126,6 +127,23 @@ class NcclQueue final : public CollectiveQueue {
   }
 
  private:
+  void release(bool abort) noexcept {
+    if (comm_) {
+      if (abort) {
+        ncclCommAbort(comm_);
+      } else {
+        cudaStreamSynchronize(stream_);
+        ncclCommDestroy(comm_);
+      }
+      comm_ = nullptr;
+    }
+    for (cudaEvent_t e : marks_)
+      if (e) cudaEventDestroy(e);
+    if (follow_) cudaEventDestroy(follow_);
+    if (stream_) cudaStreamDestroy(stream_);
+    cudaFree(scratch_);
+  }
+
   void copy(float* dst, const float* src, size_t n) {
     if (n == 0) return;
     check_cuda(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync");
