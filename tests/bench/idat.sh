@@ -17,8 +17,11 @@
 # speedup over equal shares is given as a fraction of the ideal speedup (S / S*) and as the fraction of
 # the ideal gain ((S - 1) / (S* - 1), stricter). With 4 ranks on this 2-core machine the ranks still
 # share cores in every collective: all four poll at once, so a barrier or allreduce waits for ranks to be
-# scheduled (about 2 ms, counted as waiting), which the ideal does not include. Not a test; it builds
-# nothing.
+# scheduled (about 2 ms, counted as waiting), which the ideal does not include. So each persistent case
+# also runs a measured balanced reference: the same ranks all at one speed with the same total speed
+# (slowdown n / sum(1/f) on every rank) and equal shares, which are then perfectly balanced: the
+# step a perfect division would reach, with the collectives' real cost on this machine. Not a test; it
+# builds nothing.
 # Usage: tests/bench/idat.sh [DPTRAIN_BINARY]      Environment: REPS [2], STEPS [180]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,7 +43,12 @@ run() {  # NAME JOB MODE RANKS SET...
 }
 q=configs/quickstart.toml
 common=(--set train.global_batch=512 --set parallel.comm.algorithm=native)
+# The balanced references: every rank at n / sum(1/f) (2 / 1.5 and 4 / 0.34).
+balanced2="[$(awk 'BEGIN {f = 2 / 1.5; printf "%.6f,%.6f", f, f}')]"
+balanced4="[$(awk 'BEGIN {f = 4 / 0.34; printf "%.6f,%.6f,%.6f,%.6f", f, f, f, f}')]"
 for ((i = 1; i <= REPS; i++)); do
+  run "p2.balanced.$i" $q equal 2 "${common[@]}" --set "cluster.emulate.slowdown=$balanced2"
+  run "p4.balanced.$i" $q equal 4 "${common[@]}" --set "cluster.emulate.slowdown=$balanced4"
   for mode in equal idat; do
     run "p2.$mode.$i" $q $mode 2 "${common[@]}" --set "cluster.emulate.slowdown=[1,2]"
     run "p4.$mode.$i" $q $mode 4 "${common[@]}" --set "cluster.emulate.slowdown=[10,10,10,25]"
@@ -97,6 +105,11 @@ for case, label in (("p2", "persistent [1, 0.5], 2 ranks"), ("p4", "persistent [
     print(f"  ideal balanced step {ideal:.2f} ms: I-DAT within {100 * (ti / ideal - 1):+.1f}%; speedup {te / ti:.2f}x "
           f"= {100 * ideal / ti:.0f}% of the ideal speedup {te / ideal:.2f}x "
           f"({100 * (te / ti - 1) / (te / ideal - 1):.0f}% of the ideal gain)")
+    tb, _, _, wb, _, _, cpb = summary(f"{case}.balanced")
+    print(f"  measured balanced reference {tb:.2f} ms (compute {[round(x, 2) for x in cpb]}, wait "
+          f"{[round(x, 2) for x in wb]}): I-DAT within {100 * (ti / tb - 1):+.1f}%; speedup {te / ti:.2f}x = "
+          f"{100 * tb / ti:.0f}% of the balanced speedup {te / tb:.2f}x ({100 * (te / ti - 1) / (te / tb - 1):.0f}% "
+          f"of its gain)")
 # Fluctuating. The oracle divides every step by that step's true speeds (base speeds measured in the
 # steady steps, rank 1 / 2.5 in the window). It is evaluated on I-DAT's own steps with their noise: rank r
 # computed c_r for share s_r, so it would compute c_r * s'_r / s_r for the oracle's share s'_r; the step
