@@ -31,7 +31,7 @@ void host_zero(void* dst, size_t bytes) {
 }
 void no_wait() {}
 
-int64_t conv_workspace(const cpu::ConvShape& s) { return s.workspace(); }
+int64_t conv_workspace(const cpu::ConvShape& s) { return cpu::conv2d_workspace(s); }
 int64_t attention_scratch(int64_t t, int64_t /*nh*/) { return t * t; }
 
 const Kernels kCpu{

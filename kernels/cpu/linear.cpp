@@ -3,11 +3,15 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/conv.h"
 #include "kernels/cpu/ops.h"
 
 namespace dp::cpu {
 
-void set_compute_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+void set_compute_threads(int threads) {
+  openblas_set_num_threads(std::max(1, threads));
+  set_conv_threads(threads);
+}
 int compute_threads() { return openblas_get_num_threads(); }
 
 void linear_forward(const float* x, const float* w, const float* b, float* y, int64_t n, int64_t in,

@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
       const auto x = uniform(g, size_t(x_size)), w = uniform(g, size_t(w_size), -0.3f, 0.3f),
                  b = uniform(g, size_t(s.out_channels)), dy = uniform(g, size_t(y_size));
       std::vector<float> y(static_cast<size_t>(y_size)), dx(x.size()), dw(w.size()), db(b.size());
-      std::vector<float> workspace(size_t(std::max<int64_t>(s.workspace(), 1)));
+      std::vector<float> workspace(size_t(std::max<int64_t>(cpu::conv2d_workspace(s), 1)));
       cpu::conv2d_forward(s, x.data(), w.data(), b.data(), y.data(), workspace.data());
       cpu::conv2d_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), workspace.data());
 

@@ -155,7 +155,21 @@ struct ConvCase {
   int64_t n, c, h, w, o, k, stride, pad;
 };
 
+// The two implementations behind one contract: the production path (oneDNN where built) and the sgemm
+// reference. Both are checked against the direct convolution and numeric gradients.
+struct ConvImpl {
+  const char* name;
+  decltype(&dp::cpu::conv2d_forward) forward;
+  decltype(&dp::cpu::conv2d_backward) backward;
+  decltype(&dp::cpu::conv2d_workspace) workspace;
+};
+const ConvImpl kConvImpls[] = {
+    {"production", dp::cpu::conv2d_forward, dp::cpu::conv2d_backward, dp::cpu::conv2d_workspace},
+    {"sgemm reference", dp::cpu::conv2d_forward_gemm, dp::cpu::conv2d_backward_gemm, dp::cpu::conv2d_gemm_workspace},
+};
+
 BOOST_AUTO_TEST_CASE(conv_forward_and_backward_match_references) {
+  BOOST_TEST_MESSAGE("production convolution: " << dp::cpu::conv2d_implementation());
   const std::vector<ConvCase> cases{
       {2, 3, 5, 7, 4, 3, 1, 1},  // same-size, odd sizes
       {2, 3, 7, 5, 2, 3, 2, 1},  // downsampling
@@ -175,20 +189,21 @@ BOOST_AUTO_TEST_CASE(conv_forward_and_backward_match_references) {
       {1, 8, 4, 3, 2, 1, 1, 1},
       {1, 8, 8, 7, 2, 5, 3, 2},
   };
+  for (const ConvImpl& impl : kConvImpls) {
   uint64_t seed = 100;
   for (const ConvCase& k : cases) {
-    BOOST_TEST_CONTEXT("conv n=" << k.n << " c=" << k.c << " " << k.h << "x" << k.w << " o=" << k.o << " k=" << k.k
+    BOOST_TEST_CONTEXT(impl.name << " conv n=" << k.n << " c=" << k.c << " " << k.h << "x" << k.w << " o=" << k.o << " k=" << k.k
                                  << " stride=" << k.stride << " pad=" << k.pad) {
       dp::cpu::ConvShape s{k.n, k.c, k.h, k.w, k.o, k.k, k.stride, k.pad};
       const int64_t pq = s.out_height() * s.out_width();
       auto x = random_vector(size_t(k.n * k.c * k.h * k.w), ++seed);
       auto w = random_vector(size_t(k.o * k.c * k.k * k.k + k.o), ++seed);  // weights, then the bias
       const auto r = random_vector(size_t(k.n * k.o * pq), ++seed);
-      std::vector<float> y(r.size()), ws(size_t(std::max<int64_t>(1, s.workspace()))), dx(x.size(), 9.0f),
+      std::vector<float> y(r.size()), ws(size_t(std::max<int64_t>(1, impl.workspace(s)))), dx(x.size(), 9.0f),
           dw(w.size(), 9.0f);
       const float* bias = w.data() + k.o * k.c * k.k * k.k;
       auto loss = [&] {
-        dp::cpu::conv2d_forward(s, x.data(), w.data(), bias, y.data(), ws.data());
+        impl.forward(s, x.data(), w.data(), bias, y.data(), ws.data());
         return dot(y, r);
       };
       loss();
@@ -201,8 +216,8 @@ BOOST_AUTO_TEST_CASE(conv_forward_and_backward_match_references) {
         for (size_t j = 0; j < ref.v.size(); ++j)
           BOOST_TEST(std::abs(y[size_t(i * k.o * pq) + j] - ref.v[j]) < 1e-5 * (1 + std::abs(ref.v[j])));
       }
-      dp::cpu::conv2d_backward(s, x.data(), w.data(), r.data(), dx.data(), dw.data(),
-                               dw.data() + k.o * k.c * k.k * k.k, ws.data());
+      impl.backward(s, x.data(), w.data(), r.data(), dx.data(), dw.data(),
+                               dw.data() + k.o * k.c * k.k * k.k, ws.data(), false);
       // The loss is linear in x and in (w, b), so a large step is exact up to rounding.
       for (size_t i = 0; i < w.size(); ++i)
         BOOST_TEST(rel_diff(dw[i], numeric_grad(w, i, loss, 0.25f)) < 1e-3, "dw[" << i << "]");
@@ -210,24 +225,67 @@ BOOST_AUTO_TEST_CASE(conv_forward_and_backward_match_references) {
         BOOST_TEST(rel_diff(dx[i], numeric_grad(x, i, loss, 0.25f)) < 1e-3, "dx[" << i << "]");
       // Without dx the parameter gradients are the same.
       std::vector<float> dw2(w.size());
-      dp::cpu::conv2d_backward(s, x.data(), w.data(), r.data(), nullptr, dw2.data(),
-                               dw2.data() + k.o * k.c * k.k * k.k, ws.data());
+      impl.backward(s, x.data(), w.data(), r.data(), nullptr, dw2.data(),
+                               dw2.data() + k.o * k.c * k.k * k.k, ws.data(), false);
       BOOST_TEST(dw2 == dw, boost::test_tools::per_element());
       // accumulate adds to what is there
-      dp::cpu::conv2d_backward(s, x.data(), w.data(), r.data(), nullptr, dw2.data(),
+      impl.backward(s, x.data(), w.data(), r.data(), nullptr, dw2.data(),
                                dw2.data() + k.o * k.c * k.k * k.k, ws.data(), /*accumulate=*/true);
       for (size_t i = 0; i < dw.size(); ++i) BOOST_TEST(std::abs(dw2[i] - 2 * dw[i]) <= 1e-6f * (1 + std::abs(dw[i])));
     }
+  }
   }
 }
 
 BOOST_AUTO_TEST_CASE(conv_backward_with_no_samples_zeroes_gradients) {
   dp::cpu::ConvShape s{0, 2, 5, 5, 3, 3, 1, 1};
-  std::vector<float> w(2 * 3 * 9, 1.0f), dw(w.size(), 7.0f), db(3, 7.0f), ws(size_t(s.workspace()));
-  dp::cpu::conv2d_forward(s, nullptr, w.data(), db.data(), nullptr, ws.data());
-  dp::cpu::conv2d_backward(s, nullptr, w.data(), nullptr, nullptr, dw.data(), db.data(), ws.data());
-  for (float g : dw) BOOST_TEST(g == 0.0f);
-  for (float g : db) BOOST_TEST(g == 0.0f);
+  for (const ConvImpl& impl : kConvImpls) {
+    std::vector<float> w(2 * 3 * 9, 1.0f), dw(w.size(), 7.0f), db(3, 7.0f), ws(size_t(impl.workspace(s)));
+    impl.forward(s, nullptr, w.data(), db.data(), nullptr, ws.data());
+    impl.backward(s, nullptr, w.data(), nullptr, nullptr, dw.data(), db.data(), ws.data(), false);
+    for (float g : dw) BOOST_TEST(g == 0.0f, impl.name);
+    for (float g : db) BOOST_TEST(g == 0.0f, impl.name);
+  }
+}
+
+// The production path against the reference on the example CNN's layers (configs/cnn.toml, one rank's
+// batch of 64, and an odd batch such as I-DAT gives): forward output, input, weight and bias gradients.
+BOOST_AUTO_TEST_CASE(production_conv_matches_the_reference_on_the_cnn_layers) {
+  const ConvCase cases[] = {{64, 1, 28, 28, 16, 3, 1, 1}, {64, 16, 28, 28, 16, 3, 1, 1},
+                            {37, 16, 28, 28, 32, 3, 2, 1}, {64, 32, 14, 14, 32, 3, 1, 1}};
+  uint64_t seed = 900;
+  for (const ConvCase& k : cases) {
+    BOOST_TEST_CONTEXT("n=" << k.n << " c=" << k.c << " " << k.h << "x" << k.w << " o=" << k.o << " stride="
+                            << k.stride) {
+      const dp::cpu::ConvShape s{k.n, k.c, k.h, k.w, k.o, k.k, k.stride, k.pad};
+      const size_t y_size = size_t(k.n * k.o * s.out_height() * s.out_width()), w_size = size_t(k.o * k.c * k.k * k.k);
+      const auto x = random_vector(size_t(k.n * k.c * k.h * k.w), ++seed), w = random_vector(w_size, ++seed),
+                 b = random_vector(size_t(k.o), ++seed), dy = random_vector(y_size, ++seed);
+      struct Out {
+        std::vector<float> y, dx, dw, db;
+      };
+      auto run = [&](const ConvImpl& impl) {
+        Out o{std::vector<float>(y_size), std::vector<float>(x.size()), std::vector<float>(w_size),
+              std::vector<float>(size_t(k.o))};
+        std::vector<float> ws(size_t(std::max<int64_t>(1, impl.workspace(s))));
+        impl.forward(s, x.data(), w.data(), b.data(), o.y.data(), ws.data());
+        impl.backward(s, x.data(), w.data(), dy.data(), o.dx.data(), o.dw.data(), o.db.data(), ws.data(), false);
+        return o;
+      };
+      const Out got = run(kConvImpls[0]), want = run(kConvImpls[1]);
+      // Sums of up to C*K*K (forward, input gradient) or N*P*Q (weights) terms in another order.
+      auto close = [](const std::vector<float>& a, const std::vector<float>& r, double tol) {
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < r.size(); ++i) scale = std::max(scale, double(std::abs(r[i])));
+        for (size_t i = 0; i < r.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - r[i])));
+        return worst <= tol * (1 + scale);
+      };
+      BOOST_TEST(close(got.y, want.y, 1e-5), "forward");
+      BOOST_TEST(close(got.dx, want.dx, 1e-5), "input gradient");
+      BOOST_TEST(close(got.dw, want.dw, 1e-5), "weight gradient");
+      BOOST_TEST(close(got.db, want.db, 1e-5), "bias gradient");
+    }
+  }
 }
 
 // ---- norm --------------------------------------------------------------------------------------------------
