@@ -10,11 +10,14 @@
 #include "apps/dptrain/commands.h"
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
+#include "lib/machine/machine.h"
+#include "lib/train/run_setup.h"
 
 namespace dp::app {
 
 std::string version_text() {
-  return fmt::format("dptrain {}\nbackends: {}", DPTRAIN_VERSION, describe_backends(probe_backends()));
+  return fmt::format("dptrain {}\nbackends: {}\nmachine: {}", DPTRAIN_VERSION, describe_backends(probe_backends()),
+                     dp::train_detail::this_machine().line());
 }
 
 // One line for a command-line mistake, naming an unknown subcommand instead of CLI11's "a subcommand is
@@ -32,6 +35,12 @@ std::string usage_error_line(const CLI::App& app, int argc, char** argv, const C
 
 int main(int argc, char** argv) {
   using namespace dp::app;
+  try {  // before anything runs: may re-execute this process with the BLAS kernels this CPU can run
+    dp::machine::settle_blas_kernels(argv);
+  } catch (const dp::Error& e) {
+    std::fprintf(stderr, "dptrain: %s\n", e.line().c_str());
+    return e.exit_code();
+  }
   CLI::App app{"dptrain: data-parallel deep-learning training for clusters whose machines and links differ.\n"
                "Jobs are TOML files (man dptrain-job(5))."};
   app.set_version_flag("--version", [] { return version_text(); }, "print the version and backends, then exit");

@@ -59,7 +59,8 @@ std::vector<std::string> mpirun_command(const LaunchSection& launch, const Launc
                           "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"})
     if (host.getenv(var)) cmd.insert(cmd.end(), {"-x", var});
   for (const auto& entry : host.environment)
-    if (entry.starts_with("DPTRAIN_") && entry.find('=') != std::string::npos)
+    if (entry.starts_with("DPTRAIN_") && !entry.starts_with("DPTRAIN_BLAS_REEXEC=") &&  // that pid is ours
+        entry.find('=') != std::string::npos)
       cmd.insert(cmd.end(), {"-x", entry.substr(0, entry.find('='))});
   cmd.insert(cmd.end(), launch.mpirun_args.begin(), launch.mpirun_args.end());
   cmd.push_back(host.self_exe);

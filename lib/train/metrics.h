@@ -53,6 +53,7 @@ struct Summary {
   int ranks = 1;
   int64_t epochs = 0, steps = 0, resumed_from_step = 0, parameters = 0;
   std::string model, job_json;
+  std::string machines_json;  // every kind of machine the ranks ran on, with its ranks (a JSON array)
   // Language models: test_* are measured on the validation text and also reported as val_loss
   // (nats per token); tokens/s = samples/s * tokens_per_sample.
   bool language_model = false;

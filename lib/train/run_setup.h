@@ -13,6 +13,7 @@
 #include "lib/core/backend.h"
 #include "lib/data/dataset.h"
 #include "lib/job/job.h"
+#include "lib/machine/machine.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/metrics.h"
 #include "lib/train/run_dir.h"
@@ -43,6 +44,15 @@ int local_rank(Communicator& comm);
 int default_threads(const Job& job, const Communicator& comm);
 BalanceOptions balance_options(const Job& job, int world);
 std::string shares_text(const std::vector<int64_t>& shares);
+// This rank's machine, with the CPU kernels' convolution implementation and threads filled in.
+machine::MachineReport this_machine();
+// Every rank's machine: one line per kind ("machine: ..." when all ranks agree) and summary.json's array
+// of {"ranks": [...], cpu, isa, blas, kernels, threads, convolutions}. Collective.
+struct RunMachines {
+  std::vector<std::string> lines;
+  std::string json;
+};
+RunMachines gather_machines(Communicator& comm);
 // Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
 EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch);
 

@@ -81,6 +81,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     opt.set_steps_taken(s.resume_from->optimizer_steps);
     step = s.resume_from->step;
   }
+  const RunMachines machines = gather_machines(comm);
   std::unique_ptr<MetricsLog> metrics;
   std::unique_ptr<Progress> progress;
   if (leader) {
@@ -93,6 +94,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                                device.kind == "cuda" ? ", " + job.train.precision + " GEMMs" : std::string(),
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
+    for (const std::string& line : machines.lines) progress->note(line);
     const std::string links = links_text(job);
     progress->note("gradients: " + update.describe() + (links.empty() ? "" : "; " + links));
     progress->note(fmt::format("batch division: {}; first step's shares: {}",
@@ -237,6 +239,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     sum.parameters = int64_t(model.params().size());
     sum.model = model.describe();
     sum.job_json = job_to_json(job);
+    sum.machines_json = machines.json;
     sum.language_model = train_set.context > 0;
     sum.tokens_per_sample = terms_per_sample;
     sum.bigram_entropy = train_set.bigram_entropy;

@@ -1,7 +1,8 @@
 // Times one training step's forward+backward of a job's model on the CPU (no communication, no
 // optimizer), for side-by-side comparison with PyTorch (tests/bench/torch_models.py).
 // Usage: bench_model_step JOB.toml [--batch B] [--steps N] [--warmup W] [--threads T] [--set key=value]...
-// Prints one JSON line: model, parameters, batch, threads, ms per step (min, median), samples/s.
+// Prints one JSON line: model, parameters, batch, threads, ms per step (min, median), samples/s, and the
+// machine line (CPU, BLAS kernels, convolutions). Chooses the BLAS kernels as dptrain does.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,10 +16,13 @@
 #include "kernels/cpu/ops.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
+#include "lib/machine/machine.h"
+#include "lib/train/run_setup.h"
 #include "models/model.h"
 
 int main(int argc, char** argv) {
   try {
+    dp::machine::settle_blas_kernels(argv);
     if (argc < 2) throw dp::UsageError("", "usage: bench_model_step JOB.toml [--batch B] [--steps N] [--warmup W] [--threads T] [--set k=v]...");
     std::vector<std::string> overrides;
     int64_t batch = 64, steps = 20, warmup = 3, threads = 1;
@@ -50,9 +54,9 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2];
     fmt::print("{{\"runner\":\"dptrain\",\"model\":\"{}\",\"parameters\":{},\"batch\":{},\"threads\":{},"
-               "\"ms_min\":{:.3f},\"ms_median\":{:.3f},\"samples_per_sec\":{:.1f}}}\n",
+               "\"ms_min\":{:.3f},\"ms_median\":{:.3f},\"samples_per_sec\":{:.1f},\"machine\":\"{}\"}}\n",
                job.model.type, model->params().size(), b.n, threads, ms.front(), median,
-               double(b.n) * 1000.0 / median);
+               double(b.n) * 1000.0 / median, dp::train_detail::this_machine().line());
     return 0;
   } catch (const dp::Error& e) {
     std::fprintf(stderr, "bench_model_step: %s\n", e.line().c_str());

@@ -5,8 +5,10 @@ from the same job file dptrain reads ([model] keys, defaults as in man dptrain-j
 Usage: /usr/bin/python3 torch_models.py JOB.toml [--batch B] [--steps N] [--warmup W] [--threads T]
 """
 import argparse
+import ctypes
 import json
 import math
+import re
 import time
 import tomllib
 
@@ -84,6 +86,30 @@ class Gpt(nn.Module):
         return x @ self.wte.weight.t() if self.head is None else self.head(x)
 
 
+def torch_machine():
+    """What this PyTorch computes with: version, BLAS (and OpenBLAS's kernel set when it is OpenBLAS),
+    oneDNN, the ATen kernels' instruction set, threads."""
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    blas = blas.group(1) if blas else "?"
+    for lib in ("libopenblas.so.0", "libblas.so.3") if blas in ("generic", "open", "openblas") else ():
+        try:
+            so = ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+            so.openblas_get_corename.restype = ctypes.c_char_p
+            blas += f" = OpenBLAS {so.openblas_get_corename().decode()} kernels"
+            break
+        except (OSError, AttributeError):
+            continue  # Debian's torch calls the system BLAS (libblas.so.3, OpenBLAS by default)
+    dnnl = re.search(r"(MKL-DNN|oneDNN) (v[0-9.]+)", config)
+    cap = (torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu")
+           and hasattr(torch.backends.cpu, "get_cpu_capability") else None)
+    if cap is None:
+        m = re.search(r"CPU capability usage: (\S+)", config)
+        cap = m.group(1) if m else "?"
+    return (f"torch {torch.__version__}: BLAS {blas}; oneDNN {dnnl.group(2) if dnnl else 'absent'}; "
+            f"ATen CPU capability {cap}; {torch.get_num_threads()} thread(s)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("job", help="the dptrain job file whose [model] to build")
@@ -126,7 +152,7 @@ def main():
     print(json.dumps({"runner": "torch " + torch.__version__, "model": a.model,
                       "parameters": sum(p.numel() for p in model.parameters()), "batch": a.batch,
                       "threads": a.threads, "ms_min": round(ms[0], 3), "ms_median": round(med, 3),
-                      "samples_per_sec": round(a.batch * 1000 / med, 1)}))
+                      "samples_per_sec": round(a.batch * 1000 / med, 1), "machine": torch_machine()}))
 
 
 if __name__ == "__main__":
