@@ -72,6 +72,7 @@ struct Plan {
   Staged fwd_x, fwd_w, fwd_y;          // forward: src, weights, dst
   Staged bd_dy, bd_w, bd_dx;           // backward data: diff_dst, weights, diff_src
   Staged bw_x, bw_dy, bw_dw;           // backward weights: src, diff_dst, diff_weights
+  memory fwd_scratch, bd_scratch, bw_scratch;
   std::vector<float> dw_sum, db_sum;   // accumulate: the fresh gradients before they are added
   std::string impl;                    // the forward's implementation, e.g. "jit:avx512_core"
 };
@@ -103,13 +104,20 @@ std::optional<Plan> build_plan(const dnnl::engine& e, const ConvShape& s) {
   const memory::desc x_any(x_dims, f32, Tag::any), w_any(w_dims, f32, Tag::any), y_any(y_dims, f32, Tag::any);
   try {
     const auto algo = dnnl::algorithm::convolution_direct;
+    // Scratchpads held by the plan: left to the library, they are allocated and freed (page faults
+    // and all) at every call.
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const dnnl::convolution_forward::primitive_desc fwd(
-        {dnnl::prop_kind::forward_training, algo, x_any, w_any, b_md, y_any, strides, pad_l, pad_r}, e);
+        {dnnl::prop_kind::forward_training, algo, x_any, w_any, b_md, y_any, strides, pad_l, pad_r}, attr, e);
     const dnnl::convolution_backward_data::primitive_desc bd({algo, x_any, w_any, y_any, strides, pad_l, pad_r},
-                                                             e, fwd);
+                                                             attr, e, fwd);
     const dnnl::convolution_backward_weights::primitive_desc bw(
-        {algo, x_any, w_any, b_md, y_any, strides, pad_l, pad_r}, e, fwd);
+        {algo, x_any, w_any, b_md, y_any, strides, pad_l, pad_r}, attr, e, fwd);
     Plan p;
+    p.fwd_scratch = memory(fwd.scratchpad_desc(), e);
+    p.bd_scratch = memory(bd.scratchpad_desc(), e);
+    p.bw_scratch = memory(bw.scratchpad_desc(), e);
     p.forward = dnnl::convolution_forward(fwd);
     p.backward_data = dnnl::convolution_backward_data(bd);
     p.backward_weights = dnnl::convolution_backward_weights(bw);
@@ -152,7 +160,8 @@ void conv2d_forward(const ConvShape& s, const float* x, const float* w, const fl
   p->forward.execute(st, {{DNNL_ARG_SRC, p->fwd_x.in(st, x)},
                           {DNNL_ARG_WEIGHTS, p->fwd_w.in(st, w)},
                           {DNNL_ARG_BIAS, memory({{s.out_channels}, f32, Tag::x}, context().engine, const_cast<float*>(b))},
-                          {DNNL_ARG_DST, dst}});
+                          {DNNL_ARG_DST, dst},
+                          {DNNL_ARG_SCRATCHPAD, p->fwd_scratch}});
   p->fwd_y.finish(st, y);
   st.wait();
 }
@@ -175,7 +184,8 @@ void conv2d_backward(const ConvShape& s, const float* x, const float* w, const f
     const memory diff_src = p->bd_dx.out(dx);
     p->backward_data.execute(st, {{DNNL_ARG_DIFF_DST, p->bd_dy.in(st, dy)},
                                   {DNNL_ARG_WEIGHTS, p->bd_w.in(st, w)},
-                                  {DNNL_ARG_DIFF_SRC, diff_src}});
+                                  {DNNL_ARG_DIFF_SRC, diff_src},
+                                  {DNNL_ARG_SCRATCHPAD, p->bd_scratch}});
     p->bd_dx.finish(st, dx);
   }
   float* dw_out = dw;
@@ -190,7 +200,8 @@ void conv2d_backward(const ConvShape& s, const float* x, const float* w, const f
   p->backward_weights.execute(st, {{DNNL_ARG_SRC, p->bw_x.in(st, x)},
                                    {DNNL_ARG_DIFF_DST, p->bw_dy.in(st, dy)},
                                    {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
-                                   {DNNL_ARG_DIFF_BIAS, memory({{s.out_channels}, f32, Tag::x}, c.engine, db_out)}});
+                                   {DNNL_ARG_DIFF_BIAS, memory({{s.out_channels}, f32, Tag::x}, c.engine, db_out)},
+                                   {DNNL_ARG_SCRATCHPAD, p->bw_scratch}});
   p->bw_dw.finish(st, dw_out);
   st.wait();
   if (accumulate) {

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
-"""PyTorch DDP (gloo) baseline for dptrain's MLP benchmark.
+"""PyTorch DDP (gloo) baseline for dptrain's data-parallel benchmarks (ddp_vs_dptrain.sh).
 
-Trains the same model as `dptrain run configs/quickstart.toml` (784-256-128-10 MLP, ReLU,
-cross-entropy, AdamW lr 2e-3 / weight decay 1e-4 / betas 0.9, 0.999 / eps 1e-8, linear warm-up over
-100 steps then cosine to 0) on Fashion-MNIST held in memory as tensors, with the global batch split
-evenly over the ranks and the epoch's samples taken in the order of a per-epoch permutation.
+Trains the same model as `dptrain run configs/quickstart.toml` (--model mlp: 784-256-128-10 MLP, ReLU,
+AdamW lr 2e-3, warm-up 100 steps) or `configs/cnn.toml` (--model cnn: the residual CNN with per-sample
+norm of torch_models.py, channels 8, 16, 32, one block per stage, AdamW lr 1e-2, warm-up 200 steps),
+cross-entropy, weight decay 1e-4, betas 0.9, 0.999, eps 1e-8, linear warm-up then cosine to 0, on
+Fashion-MNIST held in memory as tensors, with the global batch split evenly over the ranks and the
+epoch's samples taken in the order of a per-epoch permutation.
 
 Timed like dptrain's summary.json samples_per_sec: rank 0 sums the wall time of every training step
 (batch gather, forward, backward with DDP's gradient allreduce, optimizer step); process start,
@@ -16,7 +18,7 @@ into gather / forward / backward / wait (barrier) / allreduce (one flat buffer) 
 dptrain's compute_ms / wait_ms / comm_ms / update_ms, and the mean ms of each is printed as well.
 
 Run with Debian's Python (the one that has torch 1.13):
-  /usr/bin/python3 tests/bench/torch_ddp_mlp.py --ranks 2 --threads 1 --batch 128 --epochs 1
+  /usr/bin/python3 tests/bench/torch_ddp.py --model cnn --ranks 2 --threads 1 --batch 128 --epochs 1
 """
 import argparse
 import gzip
@@ -39,10 +41,12 @@ def parse_args():
     p.add_argument("--batch", type=int, default=128, help="global batch, split evenly over ranks")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--steps", type=int, default=0, help="> 0: stop after this many steps")
-    p.add_argument("--hidden", default="256,128")
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--hidden", default="256,128", help="mlp: hidden widths")
+    p.add_argument("--channels", default="8,16,32", help="cnn: stage widths")
+    p.add_argument("--lr", type=float, default=None, help="default: the config's (mlp 2e-3, cnn 1e-2)")
     p.add_argument("--weight-decay", type=float, default=1e-4)
-    p.add_argument("--warmup-steps", type=int, default=100)
+    p.add_argument("--warmup-steps", type=int, default=None, help="default: the config's (mlp 100, cnn 200)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--data", default=DATA_DIR)
     p.add_argument("--pin", choices=["core", "none"], default="core",
@@ -50,7 +54,10 @@ def parse_args():
                         "(its default --bind-to core when ranks <= cores)")
     p.add_argument("--profile", action="store_true",
                    help="diagnostic: no DDP; time gather/forward/backward/wait/allreduce/step separately")
-    return p.parse_args()
+    a = p.parse_args()
+    a.lr = a.lr if a.lr is not None else {"mlp": 2e-3, "cnn": 1e-2}[a.model]
+    a.warmup_steps = a.warmup_steps if a.warmup_steps is not None else {"mlp": 100, "cnn": 200}[a.model]
+    return a
 
 
 def read_idx(path):
@@ -65,7 +72,7 @@ def read_idx(path):
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def load_split(data_dir, split):
+def load_split(data_dir, split, model):
     import numpy as np
     import torch
     images = read_idx(f"{data_dir}/{split}-images-idx3-ubyte.gz")
@@ -73,6 +80,8 @@ def load_split(data_dir, split):
     # The same look-up table as dptrain: computed in double, stored as float.
     lut = ((np.arange(256, dtype=np.float64) / 255.0 - MEAN) / STD).astype(np.float32)
     x = torch.from_numpy(lut[images.reshape(images.shape[0], -1)])
+    if model == "cnn":
+        x = x.view(-1, 1, 28, 28)
     y = torch.from_numpy(labels.astype(np.int64))
     return x.contiguous(), y
 
@@ -109,15 +118,15 @@ def worker(rank, a, port, queue):
     torch.manual_seed(a.seed)  # the same initial parameters on every rank (DDP broadcasts rank 0's anyway)
     dist.init_process_group("gloo", rank=rank, world_size=a.ranks)
 
-    train_x, train_y = load_split(a.data, "train")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_models  # the twins of dptrain's models
+
+    train_x, train_y = load_split(a.data, "train", a.model)
     n = train_x.shape[0]
-    widths = [train_x.shape[1]] + [int(h) for h in a.hidden.split(",") if h] + [10]
-    layers = []
-    for i in range(len(widths) - 1):
-        layers.append(nn.Linear(widths[i], widths[i + 1]))  # U(-1/sqrt(in), 1/sqrt(in)), like dptrain
-        if i + 2 < len(widths):
-            layers.append(nn.ReLU())
-    net = nn.Sequential(*layers)
+    if a.model == "mlp":  # nn.Linear's U(-1/sqrt(in), 1/sqrt(in)), like dptrain
+        net = torch_models.mlp(tuple(int(h) for h in a.hidden.split(",") if h))
+    else:
+        net = torch_models.cnn(tuple(int(c) for c in a.channels.split(",") if c), 1)
     model = net if a.profile else DDP(net)
     opt = torch.optim.AdamW(net.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8,
                             weight_decay=a.weight_decay)
@@ -188,13 +197,14 @@ def worker(rank, a, port, queue):
     lsum = last_loss * shares[rank]
     dist.all_reduce(lsum)
     if rank == 0:
-        test_x, test_y = load_split(a.data, "t10k")
+        test_x, test_y = load_split(a.data, "t10k", a.model)
         with torch.no_grad():
-            logits = net(test_x)
+            logits = torch.cat([net(chunk) for chunk in test_x.split(1000)])
             test_loss = F.cross_entropy(logits, test_y).item()
             test_acc = (logits.argmax(1) == test_y).float().mean().item()
         out = {
             "runner": "torch-ddp-gloo" if not a.profile else "torch-profile",
+            "model": a.model,
             "torch": torch.__version__,
             "samples_per_sec": trained / train_seconds,
             "train_seconds": train_seconds,
