@@ -5,8 +5,9 @@
 //
 // Each primitive takes its tensors in the layout it prefers (format_tag::any: oneDNN's blocked layouts,
 // such as 16 channels innermost); the model's NCHW tensors are reordered into and out of those layouts
-// around each call. Primitives, reorders and the blocked buffers are built once per shape and kept per
-// thread (ranks of the in-process transport are threads, each with its own model).
+// around each call (plain NCHW throughout measured 2.3x slower on the example CNN: oneDNN then falls back
+// to its GEMM convolution). Primitives, reorders, blocked buffers and scratchpads are built once per
+// shape and kept per thread (ranks of the in-process transport are threads, each with its own model).
 #include "kernels/cpu/conv.h"
 
 #include <algorithm>

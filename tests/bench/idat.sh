@@ -29,6 +29,8 @@ cd "$here/../.."
 bin=${1:-build/dptrain}
 REPS=${REPS:-2} STEPS=${STEPS:-180}
 [[ -x $bin ]] || { echo "idat: no dptrain binary at '$bin'" >&2; exit 2; }
+source "$here/machine.sh"
+bench_machine "$bin" 1
 work=$(mktemp -d /tmp/idat.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -24,6 +24,8 @@ bin=${1:-build/dptrain}
 REPS=${REPS:-3} STEPS=${STEPS:-60} RANKS=${RANKS:-2 4} MODELS=${MODELS:-comm_heavy cnn} THREADS=${THREADS:-1}
 EXTRA=${EXTRA:-} LINKS=${LINKS:-0 10} LATENCY_US=${LATENCY_US:-20}
 [[ -x $bin ]] || { echo "mra_vs_plain: no dptrain binary at '$bin'" >&2; exit 2; }
+source "$here/machine.sh"
+bench_machine "$bin" "$THREADS"
 work=$(mktemp -d /tmp/mra_vs_plain.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
