@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <map>
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/ops.h"
