@@ -147,13 +147,14 @@ std::optional<Plan> build_plan(const dnnl::engine& e, const ConvShape& s) {
 // the input gradient, and the reference, on OpenBLAS's AVX-512 kernels, measured 1.3-2.1x faster there
 // (8 channels at 28 x 28, tests/bench/conv_vs_torch.sh); on AVX2 kernels oneDNN stays 1.2-1.4x ahead. The
 // choice depends only on the shape and the kernel set, so a run's arithmetic is the same every time.
-bool backward_by_reference(const ConvShape& s) {
-  static const bool avx512_blas = [] {
+bool blas_runs_avx512() {
+  static const bool avx512 = [] {
     const std::string core = openblas_get_corename();
     return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
   }();
-  return s.in_channels < 16 && avx512_blas;
+  return avx512;
 }
+bool backward_by_reference(const ConvShape& s) { return s.in_channels < 16 && blas_runs_avx512(); }
 
 Plan* plan_for(const ConvShape& s) {
   Context& c = context();
@@ -232,7 +233,8 @@ std::string conv2d_implementation() {
   const dnnl_version_t* v = dnnl::version();
   const Plan* p = plan_for(ConvShape{1, 16, 28, 28, 16, 3, 1, 1});
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
-         " (" + (p ? p->impl : std::string("declined: sgemm per kernel tap")) + "; sgemm below 3 input channels)";
+         " (" + (p ? p->impl : std::string("declined: sgemm per kernel tap")) + "; sgemm below 3 input channels" +
+         (blas_runs_avx512() ? std::string(", and backward below 16") : std::string()) + ")";
 }
 
 void set_conv_threads(int threads) { omp_set_num_threads(std::max(1, threads)); }
