@@ -12,10 +12,7 @@ build=${1:-build}
 rounds=${REPS:-3} threads=${THREADS:-1} batch=${BATCH:-64}
 bench="$build/tests/bench/bench_conv_step"
 [[ -x $bench ]] || { echo "missing $bench: build first (scripts/build.sh)" >&2; exit 2; }
-venv_python="${TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/dptrain/torch-venv}/bin/python"
-default_pythons=/usr/bin/python3
-[[ -x $venv_python ]] && default_pythons+=" $venv_python"
-read -r -a pythons <<<"${PYTHONS:-$default_pythons}"
+mapfile -t pythons < <(torch_pythons)
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 bench_machine "$build/dptrain" "$threads"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -22,10 +22,8 @@ cd "$root"
 bin=${1:-build/dptrain}
 REPS=${REPS:-5} RANKS=${RANKS:-2} THREADS=${THREADS:-1} BATCH=${BATCH:-128} EPOCHS=${EPOCHS:-1}
 MODEL=${MODEL:-mlp} TORCH_PIN=${TORCH_PIN:-core} PROFILE=${PROFILE:-0} KEEP=${KEEP:-0}
-venv_python="${TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/dptrain/torch-venv}/bin/python"
-default_pythons=/usr/bin/python3
-[[ -x $venv_python ]] && default_pythons+=" $venv_python"
-read -r -a pythons <<<"${PYTHONS:-$default_pythons}"
+source "$here/machine.sh"
+mapfile -t pythons < <(torch_pythons)
 case $MODEL in
   mlp) config=configs/quickstart.toml describe="mlp 784-256-128-10, AdamW" ;;
   cnn) config=configs/cnn.toml describe="residual cnn 8-16-32 with per-sample norm, AdamW" ;;
@@ -37,7 +35,6 @@ for py in "${pythons[@]}"; do
   "$py" -c 'import torch' 2>/dev/null ||
     { echo "ddp_vs_dptrain: '$py' cannot import torch (Debian's /usr/bin/python3 needs python3-torch)" >&2; exit 2; }
 done
-source "$here/machine.sh"
 bench_machine "$bin" "$THREADS"
 
 work=$(mktemp -d /tmp/ddp_vs_dptrain.XXXXXX)
