@@ -84,7 +84,7 @@ using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int
 struct Context {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::map<Key, std::optional<Plan>> plans;  // nullopt: oneDNN declined the shape
+  std::map<Key, std::optional<Plan>> plans;  // nullopt: the reference runs the shape
 };
 
 Context& context() {
