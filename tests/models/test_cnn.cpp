@@ -190,50 +190,50 @@ BOOST_AUTO_TEST_CASE(conv_forward_and_backward_match_references) {
       {1, 8, 8, 7, 2, 5, 3, 2},
   };
   for (const ConvImpl& impl : kConvImpls) {
-  uint64_t seed = 100;
-  for (const ConvCase& k : cases) {
-    BOOST_TEST_CONTEXT(impl.name << " conv n=" << k.n << " c=" << k.c << " " << k.h << "x" << k.w << " o=" << k.o << " k=" << k.k
-                                 << " stride=" << k.stride << " pad=" << k.pad) {
-      dp::cpu::ConvShape s{k.n, k.c, k.h, k.w, k.o, k.k, k.stride, k.pad};
-      const int64_t pq = s.out_height() * s.out_width();
-      auto x = random_vector(size_t(k.n * k.c * k.h * k.w), ++seed);
-      auto w = random_vector(size_t(k.o * k.c * k.k * k.k + k.o), ++seed);  // weights, then the bias
-      const auto r = random_vector(size_t(k.n * k.o * pq), ++seed);
-      std::vector<float> y(r.size()), ws(size_t(std::max<int64_t>(1, impl.workspace(s)))), dx(x.size(), 9.0f),
-          dw(w.size(), 9.0f);
-      const float* bias = w.data() + k.o * k.c * k.k * k.k;
-      auto loss = [&] {
-        impl.forward(s, x.data(), w.data(), bias, y.data(), ws.data());
-        return dot(y, r);
-      };
-      loss();
-      // forward against the direct convolution
-      for (int64_t i = 0; i < k.n; ++i) {
-        Map in{k.c, k.h, k.w, {}};
-        in.v.assign(x.begin() + i * k.c * k.h * k.w, x.begin() + (i + 1) * k.c * k.h * k.w);
-        const Map ref = ref_conv(in, w, 0, k.o, k.k, k.stride, k.pad);
-        BOOST_REQUIRE(int64_t(ref.v.size()) == k.o * pq);
-        for (size_t j = 0; j < ref.v.size(); ++j)
-          BOOST_TEST(std::abs(y[size_t(i * k.o * pq) + j] - ref.v[j]) < 1e-5 * (1 + std::abs(ref.v[j])));
+    uint64_t seed = 100;
+    for (const ConvCase& k : cases) {
+      BOOST_TEST_CONTEXT(impl.name << " conv n=" << k.n << " c=" << k.c << " " << k.h << "x" << k.w << " o=" << k.o
+                                   << " k=" << k.k << " stride=" << k.stride << " pad=" << k.pad) {
+        dp::cpu::ConvShape s{k.n, k.c, k.h, k.w, k.o, k.k, k.stride, k.pad};
+        const int64_t pq = s.out_height() * s.out_width();
+        auto x = random_vector(size_t(k.n * k.c * k.h * k.w), ++seed);
+        auto w = random_vector(size_t(k.o * k.c * k.k * k.k + k.o), ++seed);  // weights, then the bias
+        const auto r = random_vector(size_t(k.n * k.o * pq), ++seed);
+        std::vector<float> y(r.size()), ws(size_t(std::max<int64_t>(1, impl.workspace(s)))), dx(x.size(), 9.0f),
+            dw(w.size(), 9.0f);
+        const float* bias = w.data() + k.o * k.c * k.k * k.k;
+        auto loss = [&] {
+          impl.forward(s, x.data(), w.data(), bias, y.data(), ws.data());
+          return dot(y, r);
+        };
+        loss();
+        // forward against the direct convolution
+        for (int64_t i = 0; i < k.n; ++i) {
+          Map in{k.c, k.h, k.w, {}};
+          in.v.assign(x.begin() + i * k.c * k.h * k.w, x.begin() + (i + 1) * k.c * k.h * k.w);
+          const Map ref = ref_conv(in, w, 0, k.o, k.k, k.stride, k.pad);
+          BOOST_REQUIRE(int64_t(ref.v.size()) == k.o * pq);
+          for (size_t j = 0; j < ref.v.size(); ++j)
+            BOOST_TEST(std::abs(y[size_t(i * k.o * pq) + j] - ref.v[j]) < 1e-5 * (1 + std::abs(ref.v[j])));
+        }
+        impl.backward(s, x.data(), w.data(), r.data(), dx.data(), dw.data(), dw.data() + k.o * k.c * k.k * k.k,
+                      ws.data(), false);
+        // The loss is linear in x and in (w, b), so a large step is exact up to rounding.
+        for (size_t i = 0; i < w.size(); ++i)
+          BOOST_TEST(rel_diff(dw[i], numeric_grad(w, i, loss, 0.25f)) < 1e-3, "dw[" << i << "]");
+        for (size_t i = 0; i < x.size(); ++i)
+          BOOST_TEST(rel_diff(dx[i], numeric_grad(x, i, loss, 0.25f)) < 1e-3, "dx[" << i << "]");
+        // Without dx the parameter gradients are the same.
+        std::vector<float> dw2(w.size());
+        impl.backward(s, x.data(), w.data(), r.data(), nullptr, dw2.data(), dw2.data() + k.o * k.c * k.k * k.k,
+                      ws.data(), false);
+        BOOST_TEST(dw2 == dw, boost::test_tools::per_element());
+        // accumulate adds to what is there
+        impl.backward(s, x.data(), w.data(), r.data(), nullptr, dw2.data(), dw2.data() + k.o * k.c * k.k * k.k,
+                      ws.data(), /*accumulate=*/true);
+        for (size_t i = 0; i < dw.size(); ++i) BOOST_TEST(std::abs(dw2[i] - 2 * dw[i]) <= 1e-6f * (1 + std::abs(dw[i])));
       }
-      impl.backward(s, x.data(), w.data(), r.data(), dx.data(), dw.data(),
-                               dw.data() + k.o * k.c * k.k * k.k, ws.data(), false);
-      // The loss is linear in x and in (w, b), so a large step is exact up to rounding.
-      for (size_t i = 0; i < w.size(); ++i)
-        BOOST_TEST(rel_diff(dw[i], numeric_grad(w, i, loss, 0.25f)) < 1e-3, "dw[" << i << "]");
-      for (size_t i = 0; i < x.size(); ++i)
-        BOOST_TEST(rel_diff(dx[i], numeric_grad(x, i, loss, 0.25f)) < 1e-3, "dx[" << i << "]");
-      // Without dx the parameter gradients are the same.
-      std::vector<float> dw2(w.size());
-      impl.backward(s, x.data(), w.data(), r.data(), nullptr, dw2.data(),
-                               dw2.data() + k.o * k.c * k.k * k.k, ws.data(), false);
-      BOOST_TEST(dw2 == dw, boost::test_tools::per_element());
-      // accumulate adds to what is there
-      impl.backward(s, x.data(), w.data(), r.data(), nullptr, dw2.data(),
-                               dw2.data() + k.o * k.c * k.k * k.k, ws.data(), /*accumulate=*/true);
-      for (size_t i = 0; i < dw.size(); ++i) BOOST_TEST(std::abs(dw2[i] - 2 * dw[i]) <= 1e-6f * (1 + std::abs(dw[i])));
     }
-  }
   }
 }
 
