@@ -39,7 +39,7 @@ class Staged {
  public:
   Staged() = default;
   Staged(const dnnl::engine& e, const memory::desc& user, const memory::desc& want, bool input)
-      : engine_(e), user_(user), want_(want) {
+      : engine_(e), user_(user) {
     if (user == want) return;
     inner_ = memory(want, e);
     move_ = dnnl::reorder(input ? dnnl::reorder::primitive_desc(e, user, e, want)
@@ -62,7 +62,7 @@ class Staged {
 
  private:
   dnnl::engine engine_;
-  memory::desc user_, want_;
+  memory::desc user_;
   memory inner_;  // empty when the layouts agree
   dnnl::reorder move_;
 };

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <functional>
 #include <strings.h>
 
 #include "lib/machine/machine.h"
@@ -18,7 +17,7 @@ struct KernelSet {
   const char* name;
   int level;                       // instruction-set level of its kernels: higher runs faster GEMMs
   std::array<int, 3> since;        // first OpenBLAS version with the set in DYNAMIC_ARCH
-  std::function<bool(const Isa&)> runs;
+  bool (*runs)(const Isa&);
   bool candidate;                  // dptrain may choose it (the others are only recognised)
 };
 

@@ -85,7 +85,7 @@ struct MachineReport {
   BlasInfo blas;
   KernelChoice choice;
   std::string convolutions;  // filled in by the caller (kernels/cpu knows it)
-  int threads = 0;           // compute threads per rank
+  int threads = 0;           // compute threads per rank (OpenBLAS's pool, which set_compute_threads sizes)
   // "AMD EPYC (family 26 model 2), avx512 (bf16, vnni); OpenBLAS 0.3.21 Cooperlake kernels (library's
   // choice), 1 thread; convolutions: oneDNN 2.6.3 (jit:avx512_core)"
   std::string line() const;

@@ -41,7 +41,8 @@ void settle_blas_kernels(char** argv) {
       break;
   }
   if (blas_products_correct()) return;
-  const bool dptrain_chose = env.chosen && env.openblas_coretype && *env.chosen == *env.openblas_coretype;
+  // The kernels in use are dptrain's when the choice says so (a set the library ignored is its own).
+  const bool dptrain_chose = choice.source == "dptrain" || choice.source == "DPTRAIN_BLAS_KERNELS";
   if (!dptrain_chose)
     throw RuntimeFailure("BLAS self-check", "OpenBLAS's " + blas.kernels + " kernels compute wrong matrix products on this CPU",
                          "set OPENBLAS_CORETYPE to another kernel set this CPU runs (e.g. Haswell or Prescott)");

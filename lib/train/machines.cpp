@@ -8,15 +8,13 @@
 #include <cstring>
 
 #include "kernels/cpu/conv.h"
-#include "kernels/cpu/ops.h"
 #include "lib/train/run_setup.h"
 
 namespace dp::train_detail {
 
 machine::MachineReport this_machine() {
   machine::MachineReport r = machine::report_machine();
-  r.convolutions = cpu::conv2d_implementation();
-  r.threads = cpu::compute_threads();
+  r.convolutions = cpu::conv2d_implementation();  // threads: OpenBLAS's, which compute_threads() sets
   return r;
 }
 
