@@ -21,6 +21,13 @@ _dptrain_keys=(
   parallel.comm.sharded_update
   parallel.balance.mode parallel.balance.every parallel.balance.threshold parallel.balance.speeds
   parallel.balance.max_share
+  parallel.cgp.solver parallel.cgp.group_count parallel.cgp.groups parallel.cgp.max_staleness
+  parallel.cgp.exchange_every parallel.cgp.regroup_every parallel.cgp.regroup_drift parallel.cgp.regroup_gain
+  parallel.cgp.deterministic parallel.cgp.solver_seconds
+  cluster.file cluster.speeds cluster.memory_gb cluster.kinds cluster.kind_counts cluster.kind_speeds
+  cluster.kind_memory_gb cluster.ranks_per_node cluster.node_sizes cluster.nodes_per_rack cluster.sample_rate
+  cluster.links.node_gbps cluster.links.node_latency_us cluster.links.rack_gbps cluster.links.rack_latency_us
+  cluster.links.cross_gbps cluster.links.cross_latency_us cluster.links.gbps cluster.links.latency_us
   cluster.emulate.slowdown cluster.emulate.fluctuate_rank cluster.emulate.fluctuate_from
   cluster.emulate.fluctuate_to cluster.emulate.fluctuate_factor cluster.emulate.random_walk
   cluster.emulate.link_gbps cluster.emulate.link_latency_us
@@ -40,7 +47,10 @@ _dptrain_values() {
     optim.schedule) echo constant step cosine ;;
     train.device) echo auto cpu cuda ;;
     train.precision) echo fp32 bf16 ;;
-    parallel.strategy) echo data ;;
+    parallel.strategy) echo data cgp ;;
+    parallel.cgp.solver) echo aga pls exhaustive sorted ;;
+    parallel.cgp.deterministic) echo true false ;;
+    cluster.file) echo file ;;
     parallel.comm.algorithm) echo native ring mra ;;
     parallel.comm.overlap | parallel.comm.overlap_forward | parallel.comm.sharded_update) echo true false ;;
     parallel.balance.mode) echo equal idat ;;

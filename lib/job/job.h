@@ -96,10 +96,27 @@ struct BalanceSection {
   int64_t max_share = 0;       // samples one rank may take per step (memory limit); 0: no limit
 };
 
+// [parallel.cgp]: cooperative grouping (lib/cgp): synchronous data parallelism inside groups of ranks,
+// asynchronous exchange through a global model between groups.
+struct CgpSection {
+  std::string solver = "aga";    // "aga" | "pls" | "exhaustive" | "sorted": who chooses the groups
+  int64_t group_count = 0;       // groups the solver must form; 0: it chooses how many
+  std::vector<int64_t> groups;   // a fixed grouping: the group (0, 1, ...) of every rank; empty: the solver's
+  int64_t max_staleness = 4;     // other groups' updates that may land between a group's read and its write
+  int64_t exchange_every = 1;    // local steps of a group between two exchanges with the global model
+  int64_t regroup_every = 0;     // steps between regrouping decisions on measured speeds; 0: never
+  double regroup_drift = 0.25;   // also regroup when a rank's measured speed drifts this much (relative)
+  double regroup_gain = 0.05;    // adopt a new grouping only if predicted this much faster
+  bool deterministic = false;    // exchanges applied in a fixed round-robin order (reproducible runs)
+  double solver_seconds = 1.0;   // aga, pls: time limit of one solve
+};
+
 struct ParallelSection {
-  std::string strategy = "data";  // "data": data parallelism, gradients averaged after backward
+  // "data": data parallelism, gradients averaged after backward; "cgp": cooperative grouping
+  std::string strategy = "data";
   CommSection comm;               // [parallel.comm]
   BalanceSection balance;         // [parallel.balance]
+  CgpSection cgp;                 // [parallel.cgp]
 };
 
 // [cluster.emulate]: heterogeneity on purpose, to test balancing on one machine. A rank slowed by factor
@@ -115,10 +132,39 @@ struct EmulateSection {
                                  // random walk, factors kept >= 1); 0: off
   double link_gbps = 0.0;        // every rank's network link, in Gbit/s each way (lib/comm/emulated_links.h):
   double link_latency_us = 0.0;  //   transfers take at least bytes / bandwidth + latency; 0, 0: off
+  // true: emulate the cluster described in [cluster]: every rank slowed to its speed relative to the
+  // fastest (on top of slowdown), every pair of ranks linked as [cluster.links] says
+  bool as_described = false;
 };
 
+// [cluster.links]: bandwidth (Gbit/s each way) and one-way latency between two ranks, by level: the same
+// node, the same rack, across racks; or a full matrix (row-major, ranks x ranks, diagonal ignored).
+struct LinksSection {
+  double node_gbps = 100.0, node_latency_us = 1.0;
+  double rack_gbps = 10.0, rack_latency_us = 10.0;
+  double cross_gbps = 10.0, cross_latency_us = 20.0;
+  std::vector<double> gbps;        // matrix: overrides the levels when given
+  std::vector<double> latency_us;  // matrix (optional with gbps; empty: the levels' latencies)
+};
+
+// [cluster]: the machines the job runs on (lib/cluster), for `plan` and the emulator: each rank's
+// relative speed and memory, given per rank or per device kind with counts, ranks grouped into nodes and
+// nodes into racks, and the links between them.
 struct ClusterSection {
-  EmulateSection emulate;  // [cluster.emulate]
+  std::string file;                 // a cluster file whose [cluster] keys apply unless set here
+  std::vector<double> speeds;       // relative speed per rank; empty: from the kinds, or all 1
+  std::vector<double> memory_gb;    // memory per rank; empty: from the kinds, or unknown (0)
+  std::vector<std::string> kinds;   // device kinds, ranks taking them in order by kind_counts
+  std::vector<int64_t> kind_counts;
+  std::vector<double> kind_speeds;
+  std::vector<double> kind_memory_gb;
+  int64_t ranks_per_node = 0;       // 0: every rank on one node (unless node_sizes)
+  std::vector<int64_t> node_sizes;  // ranks of each node in rank order (instead of ranks_per_node)
+  int64_t nodes_per_rack = 0;       // 0: every node in one rack
+  double sample_rate = 0;           // training samples/s of a speed-1 rank on the job's model; 0: `plan`
+                                    //   times the model on this machine
+  LinksSection links;               // [cluster.links]
+  EmulateSection emulate;           // [cluster.emulate]
 };
 
 struct LaunchSection {

@@ -146,6 +146,72 @@ class Reader {
   const Origins& origins_;
 };
 
+// The text of a file, or a JobError at `where` naming what the file is.
+std::string read_text(const std::string& path, const std::string& where, const char* what, const char* hint) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw JobError(where, fmt::format("cannot read the {} {}: it is a directory", what, path), hint);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    throw JobError(where, fmt::format("cannot read the {} {}: {}", what, path, std::strerror(err)), hint);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw JobError(where, fmt::format("cannot read the {} {}: read error", what, path));
+  return text.str();
+}
+
+// Copies every key of `from` (tables recursively; `table` is its dotted path) that `into` lacks, recording
+// where each came from (copies lose their source positions).
+void merge_missing(toml::table& into, const toml::table& from, const std::string& table, const std::string& path,
+                   Origins& origins) {
+  for (const auto& [key, node] : from) {
+    const std::string dotted = table + "." + std::string(key.str());
+    if (const toml::table* sub = node.as_table()) {
+      toml::node* mine = into.get(key.str());
+      if (!mine) into.insert(key, toml::table{});
+      if (toml::table* t = into.get(key.str())->as_table()) merge_missing(*t, *sub, dotted, path, origins);
+    } else if (!into.contains(key.str())) {
+      into.insert(key, node);
+      origins[dotted] = position(path, node.source());
+    }
+  }
+}
+
+// [cluster] file = "...": the file's [cluster] table supplies the keys the job leaves out. The path is
+// relative to the job file's folder.
+void merge_cluster_file(toml::table& doc, const std::string& source_name, Origins& origins) {
+  const toml::table* cluster = table_at(doc, "cluster");
+  const toml::node* file_node = cluster ? cluster->get("file") : nullptr;
+  if (!file_node) return;
+  const std::string where = position(source_name, file_node->source());
+  const auto* file = file_node->as_string();
+  if (!file) throw JobError(where, "cluster.file: expected a string, got " + type_phrase(*file_node));
+  if (file->get().empty()) return;  // "": none (what an emitted job says)
+  std::filesystem::path path(file->get());
+  if (path.is_relative()) path = std::filesystem::path(source_name).parent_path() / path;
+  const std::string text =
+      read_text(path.string(), where, "cluster file", "cluster.file names a TOML file holding a [cluster] table");
+  toml::table other;
+  try {
+    other = toml::parse(text, path.string());
+  } catch (const toml::parse_error& e) {
+    throw JobError(position(path.string(), e.source()), std::string(e.description()), "the file is not valid TOML");
+  }
+  for (const auto& [key, node] : other)
+    if (key.str() != "cluster")
+      throw JobError(position(path.string(), key.source()),
+                     fmt::format("a cluster file holds only [cluster] tables, found '{}'", key.str()),
+                     "move the other tables into the job file");
+  check_structure(other, path.string());
+  if (const toml::table* t = table_at(other, "cluster"); t && t->contains("file"))
+    throw JobError(position(path.string(), t->get("file")->source()),
+                   "a cluster file cannot name another cluster file", "remove cluster.file from it");
+  if (const toml::table* t = table_at(other, "cluster"))
+    merge_missing(make_table(doc, "cluster"), *t, "cluster", path.string(), origins);
+}
+
 }  // namespace
 }  // namespace job_detail
 
@@ -161,6 +227,7 @@ Job parse_job(std::string_view text, const std::string& source_name,
   }
   check_structure(doc, source_name);
   Origins origins;
+  merge_cluster_file(doc, source_name, origins);
   apply_overrides(doc, overrides, origins);
 
   Job job;

@@ -11,8 +11,10 @@
 namespace dp::job_detail {
 
 std::string position(const std::string& source, const toml::source_region& region) {
-  if (region.begin.line == 0) return source;
-  return fmt::format("{}:{}:{}", source, region.begin.line, region.begin.column);
+  // A node read from another file (a [cluster] file) carries that file's path.
+  const std::string& file = region.path && !region.path->empty() ? *region.path : source;
+  if (region.begin.line == 0) return file;
+  return fmt::format("{}:{}:{}", file, region.begin.line, region.begin.column);
 }
 
 std::string type_phrase(const toml::node& node) {

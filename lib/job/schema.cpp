@@ -20,7 +20,8 @@ static const std::vector<std::string> kOptimizers = {"sgd", "adamw"};
 static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"};
 static const std::vector<std::string> kDevices = {"auto", "cpu", "cuda"};
 static const std::vector<std::string> kPrecisions = {"fp32", "bf16"};
-static const std::vector<std::string> kStrategies = {"data"};
+static const std::vector<std::string> kStrategies = {"data", "cgp"};
+static const std::vector<std::string> kCgpSolvers = {"aga", "pls", "exhaustive", "sorted"};
 static const std::vector<std::string> kCommAlgorithms = {"native", "ring", "mra"};
 static const std::vector<std::string> kBalanceModes = {"equal", "idat"};
 static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
@@ -176,7 +177,50 @@ const std::vector<KeySpec>& schema() {
       {"parallel.balance", "speeds", DP_FIELD(parallel.balance.speeds), check_balance_speeds, {}},
       {"parallel.balance", "max_share", DP_FIELD(parallel.balance.max_share), check_max_share, {}},
 
-      // [cluster] holds only this table.
+      {"parallel.cgp", "solver", DP_FIELD(parallel.cgp.solver), nullptr, kCgpSolvers},
+      {"parallel.cgp", "group_count", DP_FIELD(parallel.cgp.group_count), check_group_count, {}},
+      {"parallel.cgp", "groups", DP_FIELD(parallel.cgp.groups), check_cgp_groups, {}},
+      {"parallel.cgp", "max_staleness", DP_FIELD(parallel.cgp.max_staleness),
+       DP_RULE(at_least(j.parallel.cgp.max_staleness, 0)), {}},
+      {"parallel.cgp", "exchange_every", DP_FIELD(parallel.cgp.exchange_every),
+       DP_RULE(at_least(j.parallel.cgp.exchange_every, 1)), {}},
+      {"parallel.cgp", "regroup_every", DP_FIELD(parallel.cgp.regroup_every),
+       DP_RULE(at_least(j.parallel.cgp.regroup_every, 0)), {}},
+      {"parallel.cgp", "regroup_drift", DP_FIELD(parallel.cgp.regroup_drift),
+       DP_RULE(positive(j.parallel.cgp.regroup_drift)), {}},
+      {"parallel.cgp", "regroup_gain", DP_FIELD(parallel.cgp.regroup_gain),
+       DP_RULE(unit_half_open(j.parallel.cgp.regroup_gain)), {}},
+      {"parallel.cgp", "deterministic", DP_FIELD(parallel.cgp.deterministic), nullptr, {}},
+      {"parallel.cgp", "solver_seconds", DP_FIELD(parallel.cgp.solver_seconds),
+       DP_RULE(positive(j.parallel.cgp.solver_seconds)), {}},
+
+      {"cluster", "file", DP_FIELD(cluster.file), nullptr, {}},
+      {"cluster", "speeds", DP_FIELD(cluster.speeds), check_cluster_speeds, {}},
+      {"cluster", "memory_gb", DP_FIELD(cluster.memory_gb), check_cluster_memory, {}},
+      {"cluster", "kinds", DP_FIELD(cluster.kinds), check_kinds, {}},
+      {"cluster", "kind_counts", DP_FIELD(cluster.kind_counts), check_kind_counts, {}},
+      {"cluster", "kind_speeds", DP_FIELD(cluster.kind_speeds), check_kind_speeds, {}},
+      {"cluster", "kind_memory_gb", DP_FIELD(cluster.kind_memory_gb), check_kind_memory, {}},
+      {"cluster", "ranks_per_node", DP_FIELD(cluster.ranks_per_node),
+       DP_RULE(at_least(j.cluster.ranks_per_node, 0)), {}},
+      {"cluster", "node_sizes", DP_FIELD(cluster.node_sizes), check_node_sizes, {}},
+      {"cluster", "nodes_per_rack", DP_FIELD(cluster.nodes_per_rack),
+       DP_RULE(at_least(j.cluster.nodes_per_rack, 0)), {}},
+      {"cluster", "sample_rate", DP_FIELD(cluster.sample_rate), DP_RULE(non_negative(j.cluster.sample_rate)), {}},
+
+      {"cluster.links", "node_gbps", DP_FIELD(cluster.links.node_gbps), DP_RULE(bandwidth(j.cluster.links.node_gbps)), {}},
+      {"cluster.links", "node_latency_us", DP_FIELD(cluster.links.node_latency_us),
+       DP_RULE(non_negative(j.cluster.links.node_latency_us)), {}},
+      {"cluster.links", "rack_gbps", DP_FIELD(cluster.links.rack_gbps), DP_RULE(bandwidth(j.cluster.links.rack_gbps)), {}},
+      {"cluster.links", "rack_latency_us", DP_FIELD(cluster.links.rack_latency_us),
+       DP_RULE(non_negative(j.cluster.links.rack_latency_us)), {}},
+      {"cluster.links", "cross_gbps", DP_FIELD(cluster.links.cross_gbps),
+       DP_RULE(bandwidth(j.cluster.links.cross_gbps)), {}},
+      {"cluster.links", "cross_latency_us", DP_FIELD(cluster.links.cross_latency_us),
+       DP_RULE(non_negative(j.cluster.links.cross_latency_us)), {}},
+      {"cluster.links", "gbps", DP_FIELD(cluster.links.gbps), check_link_matrix, {}},
+      {"cluster.links", "latency_us", DP_FIELD(cluster.links.latency_us), check_latency_matrix, {}},
+
       {"cluster.emulate", "slowdown", DP_FIELD(cluster.emulate.slowdown), check_slowdown, {}},
       {"cluster.emulate", "fluctuate_rank", DP_FIELD(cluster.emulate.fluctuate_rank), check_fluctuate_rank,
        {}},
@@ -191,6 +235,7 @@ const std::vector<KeySpec>& schema() {
        DP_RULE(non_negative(j.cluster.emulate.link_gbps)), {}},
       {"cluster.emulate", "link_latency_us", DP_FIELD(cluster.emulate.link_latency_us),
        DP_RULE(non_negative(j.cluster.emulate.link_latency_us)), {}},
+      {"cluster.emulate", "as_described", DP_FIELD(cluster.emulate.as_described), nullptr, {}},
 
       {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(at_least(j.launch.ranks, 1)), {}},
       {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts, {}},

@@ -64,6 +64,25 @@ Check each(const std::vector<T>& v, Rule rule) {
   return std::nullopt;
 }
 
+// A link's bandwidth: finite and greater than 0 (a link of bandwidth 0 carries nothing).
+inline Check bandwidth(double gbps) {
+  if (auto p = positive(gbps)) return Problem{p->what, -1, "a link's bandwidth is in Gbit/s each way, e.g. 10"};
+  return std::nullopt;
+}
+
+// [parallel.cgp] and [cluster] (schema_cluster.cpp): the checks that involve other keys.
+Check check_group_count(const Job& j);
+Check check_cgp_groups(const Job& j);
+Check check_cluster_speeds(const Job& j);
+Check check_cluster_memory(const Job& j);
+Check check_kinds(const Job& j);
+Check check_kind_counts(const Job& j);
+Check check_kind_speeds(const Job& j);
+Check check_kind_memory(const Job& j);
+Check check_node_sizes(const Job& j);
+Check check_link_matrix(const Job& j);
+Check check_latency_matrix(const Job& j);
+
 // [parallel.balance] and [cluster.emulate] (schema_balance.cpp): the checks that involve other keys.
 Check check_balance_speeds(const Job& j);
 Check check_max_share(const Job& j);

@@ -81,7 +81,7 @@ threads = 2
 device = "cpu"
 
 [parallel]
-strategy = "data"
+strategy = "cgp"
 
 [parallel.comm]
 algorithm = "ring"
@@ -97,6 +97,38 @@ threshold = 0.1
 speeds = [1.0, 2.5, 1, 0.5]
 max_share = 40
 
+[parallel.cgp]
+solver = "pls"
+group_count = 2
+groups = [0, 0, 1, 1]
+max_staleness = 2
+exchange_every = 3
+regroup_every = 50
+regroup_drift = 0.5
+regroup_gain = 0.1
+deterministic = true
+solver_seconds = 0.5
+
+[cluster]
+memory_gb = [16, 16, 32, 32]
+kinds = ["v100", "a100"]
+kind_counts = [2, 2]
+kind_speeds = [1, 2.2]
+kind_memory_gb = [16, 40]
+node_sizes = [1, 3]
+nodes_per_rack = 1
+sample_rate = 500
+
+[cluster.links]
+node_gbps = 200
+node_latency_us = 0.5
+rack_gbps = 25
+rack_latency_us = 5
+cross_gbps = 5
+cross_latency_us = 40
+gbps = [0, 1, 2, 3, 1, 0, 2, 3, 1, 2, 0, 3, 1, 2, 3, 0]
+latency_us = [0, 5, 5, 5, 5, 0, 5, 5, 5, 5, 0, 5, 5, 5, 5, 0]
+
 [cluster.emulate]
 slowdown = [1.0, 2, 1.5, 3]
 fluctuate_rank = 2
@@ -106,6 +138,7 @@ fluctuate_factor = 2.5
 random_walk = 0.05
 link_gbps = 10
 link_latency_us = 25.0
+as_described = true
 
 [launch]
 ranks = 4

@@ -22,7 +22,7 @@ BOOST_AUTO_TEST_CASE(table_tree) {
   BOOST_TEST(jd::parent_table("parallel.comm") == "parallel");
   BOOST_TEST(jd::parent_table("parallel") == "");
   BOOST_TEST(jd::leaf_name("parallel.comm") == "comm");
-  BOOST_TEST(jd::sub_tables("parallel") == (std::vector<std::string>{"parallel.comm", "parallel.balance"}),
+  BOOST_TEST(jd::sub_tables("parallel") == (std::vector<std::string>{"parallel.comm", "parallel.balance", "parallel.cgp"}),
              boost::test_tools::per_element());
   BOOST_TEST(jd::sub_tables("train").empty());
   const auto top = jd::sub_tables("");
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(toml_writes_a_nested_header_that_reads_back) {
   const dp::Job j = dp::parse_job(kFull, "full.toml", {"parallel.comm.algorithm=native"});
   const std::string t = dp::job_to_toml(j);
   BOOST_TEST_INFO(t);
-  for (const char* s : {"\n[parallel]\nstrategy = 'data'\n", "\n[parallel.comm]\nalgorithm = 'native'\n",
+  for (const char* s : {"\n[parallel]\nstrategy = 'cgp'\n", "\n[parallel.comm]\nalgorithm = 'native'\n",
                         "\nbucket_mb = 4.5\n", "\nfirst_bucket_mb = 0.25\n", "\noverlap = false\n",
                         "\nsharded_update = false\n"}) {
     BOOST_TEST_INFO("wanted: " << s);

@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(float_arrays) {
                {"did you mean 'parallel.balance.mode'?"});
   expect_error("", {"cluster.slowdown=[2]"}, "--set cluster.slowdown=[2]",
                {"unknown key 'cluster.slowdown'", "'slowdown' is a key of [cluster.emulate]"});
-  expect_error("", {"cluster=1"}, "--set cluster=1", {"name a key of [cluster]: cluster.emulate.slowdown=VALUE"});
+  expect_error("", {"cluster=1"}, "--set cluster=1", {"name a key of [cluster]: cluster.file=VALUE"});
 }
 
 BOOST_AUTO_TEST_CASE(missing_equals) {
