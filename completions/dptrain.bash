@@ -30,7 +30,7 @@ _dptrain_keys=(
   cluster.links.cross_gbps cluster.links.cross_latency_us cluster.links.gbps cluster.links.latency_us
   cluster.emulate.slowdown cluster.emulate.fluctuate_rank cluster.emulate.fluctuate_from
   cluster.emulate.fluctuate_to cluster.emulate.fluctuate_factor cluster.emulate.random_walk
-  cluster.emulate.link_gbps cluster.emulate.link_latency_us
+  cluster.emulate.link_gbps cluster.emulate.link_latency_us cluster.emulate.as_described
   launch.ranks launch.hosts launch.mpirun_args launch.mpirun
   checkpoint.enabled checkpoint.every checkpoint.keep
   log.every log.progress
@@ -50,6 +50,7 @@ _dptrain_values() {
     parallel.strategy) echo data cgp ;;
     parallel.cgp.solver) echo aga pls exhaustive sorted ;;
     parallel.cgp.deterministic) echo true false ;;
+    cluster.emulate.as_described) echo true false ;;
     cluster.file) echo file ;;
     parallel.comm.algorithm) echo native ring mra ;;
     parallel.comm.overlap | parallel.comm.overlap_forward | parallel.comm.sharded_update) echo true false ;;
@@ -168,9 +169,10 @@ _dptrain() {
   elif [[ $sub == plan ]]; then
     case $prev in
       --set) _dptrain_set_arg "$cur" ;;
+      --workers | --seed) ;;
       *)
         if [[ $cur == -* ]]; then
-          COMPREPLY=($(compgen -W "--set -h --help" -- "$cur"))
+          COMPREPLY=($(compgen -W "--set --workers --seed --json -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
         fi
@@ -180,10 +182,11 @@ _dptrain() {
     case $prev in
       --algorithms) COMPREPLY=($(compgen -W "native ring native,ring" -- "$cur")) ;;
       --ranks | --min-bytes | --max-bytes | --factor | --iters | --warmup | --steps) ;;
+      --out) _dptrain_paths "$cur" toml ;;
       --set) _dptrain_set_arg "$cur" ;;
       *)
         if [[ $cur == -* ]]; then
-          COMPREPLY=($(compgen -W "--compute --collectives --set --steps --ranks --algorithms --min-bytes
+          COMPREPLY=($(compgen -W "--compute --collectives --links --out --set --steps --ranks --algorithms --min-bytes
             --max-bytes --factor --iters --warmup --json --dry-run -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml

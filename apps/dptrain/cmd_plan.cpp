@@ -1,12 +1,13 @@
 // `dptrain plan JOB.toml`: what a run of the job would do before it starts, with no MPI: the division of
 // the global batch among the ranks (I-DAT's first division from the job's speeds, and the one emulated
-// slowdowns call for) and the gradient buckets of MRA.
+// slowdowns call for) and the gradient buckets of MRA; for strategy "cgp", the groups (plan_cgp.cpp).
 #include <fmt/format.h>
 
 #include <cstdio>
 
 #include "apps/dptrain/commands.h"
 #include "lib/balance/balance.h"
+#include "lib/core/error.h"
 #include "lib/data/dataset.h"
 #include "lib/job/job.h"
 #include "lib/mra/mra.h"
@@ -30,6 +31,11 @@ void print_division(const char* title, const std::vector<int64_t>& shares, const
 
 int cmd_plan(const PlanCommand& cmd) {
   const Job job = load_job(cmd.job_path, cmd.overrides);
+  if (job.parallel.strategy == "cgp") return plan_cgp(cmd, job);
+  if (cmd.workers > 0 || cmd.json || cmd.seed_given)
+    throw UsageError(cmd.workers > 0 ? "--workers" : cmd.json ? "--json" : "--seed",
+                     "plans the groups of strategy cgp; this job's [parallel] strategy is data",
+                     "add --set parallel.strategy=cgp");
   const int ranks = int(job.launch.ranks);
   const int64_t batch = job.train.global_batch;
   std::printf("job %s: %d rank(s), global batch %lld, division %s\n", job.job.name.c_str(), ranks,

@@ -1,12 +1,15 @@
 // `dptrain profile`: measurements of this launch. --compute: each rank's forward+backward speed on the
 // job's model (and the [parallel.balance] speeds I-DAT could start from). --collectives: the allreduce of
 // every algorithm over a range of sizes, printed as nccl-tests prints it (size, count, time, algbw,
-// busbw, #wrong, out of place and in place), over the job's emulated links if it has them. --json for
-// machines. Outside an MPI job it relaunches itself under mpirun like `run`.
+// busbw, #wrong, out of place and in place), over the job's emulated links if it has them. --links: the
+// bandwidth and latency between every pair of ranks (lib/comm/link_probe.h), as two matrices, and with
+// --out as a cluster file for [cluster] file. --json for machines. Outside an MPI job it relaunches
+// itself under mpirun like `run`.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -14,9 +17,11 @@
 #include "apps/dptrain/commands.h"
 #include "lib/comm/collective_bench.h"
 #include "lib/comm/communicator.h"
+#include "lib/comm/link_probe.h"
 #include "lib/core/error.h"
 #include "lib/job/job.h"
 #include "lib/launch/launcher.h"
+#include "lib/train/run_dir.h"
 #include "lib/train/run_setup.h"
 #include "lib/train/speed_probe.h"
 
@@ -31,12 +36,32 @@ LaunchSection launch_of(const ProfileCommand& cmd) {
 }
 
 void check(const ProfileCommand& cmd) {
-  if (!cmd.collectives && !cmd.compute)
-    throw UsageError("profile", "nothing to profile", "give --compute JOB.toml and/or --collectives");
+  if (!cmd.collectives && !cmd.compute && !cmd.links)
+    throw UsageError("profile", "nothing to profile", "give --compute JOB.toml, --links JOB.toml and/or --collectives");
   if (cmd.compute && cmd.job_path.empty())
     throw UsageError("profile --compute", "needs a job file (its model and data are what is timed)",
                      "dptrain profile --compute JOB.toml");
-  if (cmd.compute) (void)load_job(cmd.job_path, cmd.overrides);  // bad job files fail here, before mpirun
+  if (cmd.links && cmd.job_path.empty())
+    throw UsageError("profile --links", "needs a job file (its [launch] ranks and [cluster.emulate] links are "
+                     "what is measured)", "dptrain profile --links JOB.toml");
+  if (!cmd.links_out.empty() && !cmd.links)
+    throw UsageError("profile --out", "writes the measurements of --links", "add --links");
+  if (!cmd.links_out.empty()) {
+    const std::filesystem::path dir = std::filesystem::path(cmd.links_out).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+      throw UsageError("profile --out", fmt::format("{}: the folder {} does not exist", cmd.links_out, dir.string()),
+                       "create it first, or write the file elsewhere");
+  }
+  if (!cmd.job_path.empty()) {  // bad job files fail here, before mpirun
+    const Job job = load_job(cmd.job_path, cmd.overrides);
+    if (cmd.compute) (void)train_detail::choose_device(job);  // device = "cuda" without a GPU, as `run` says
+    if (job.cluster.emulate.as_described && cmd.ranks > 0 && cmd.ranks != job.launch.ranks)
+      throw UsageError("profile --ranks", fmt::format("{} ranks, but the job's [cluster] describes {} (its "
+                                                      "[cluster.emulate] as_described emulates them)",
+                                                      cmd.ranks, job.launch.ranks),
+                       "leave out --ranks, or --set launch.ranks and the cluster's sizes");
+  }
   if (cmd.min_bytes < 4 || cmd.max_bytes < cmd.min_bytes)
     throw UsageError("profile", fmt::format("--min-bytes {} --max-bytes {}: need 4 <= min <= max", cmd.min_bytes,
                                             cmd.max_bytes), "for example --min-bytes 8 --max-bytes 268435456");
@@ -59,23 +84,53 @@ void profile_compute(const ProfileCommand& cmd, Communicator& world) {
   for (const SpeedProbe& p : all) fastest = std::max(fastest, p.samples_per_second);
   if (!cmd.json)
     std::printf("# dptrain profile --compute: %s, forward+backward of an equal share of the global batch (%lld), "
-                "median of %d steps\n#%5s %8s %12s %10s %12s %9s\n", job.model.type.c_str(),
-                (long long)job.train.global_batch, cmd.compute_steps, "rank", "threads", "local batch", "step ms",
-                "samples/s", "relative");
+                "median of %d steps%s\n#%5s %8s %12s %10s %12s %9s\n", job.model.type.c_str(),
+                (long long)job.train.global_batch, cmd.compute_steps, mine.cuda ? ", on the GPUs (CUDA kernels)" : "",
+                "rank", "threads", "local batch", "step ms", "samples/s", "relative");
   std::string speeds;
   for (size_t r = 0; r < all.size(); ++r) {
     const SpeedProbe& p = all[r];
     const double rel = fastest > 0 ? p.samples_per_second / fastest : 0;
     speeds += fmt::format("{}{:.3g}", r ? ", " : "", rel);
     if (cmd.json)
-      std::printf(R"({"measure": "compute", "rank": %zu, "threads": %d, "local_batch": %lld, "step_ms": %.4f, )"
-                  R"("samples_per_sec": %.2f, "relative": %.4f})" "\n",
-                  r, p.threads, (long long)p.local_batch, p.step_ms, p.samples_per_second, rel);
+      std::printf(R"({"measure": "compute", "rank": %zu, "device": "%s", "threads": %d, "local_batch": %lld, )"
+                  R"("step_ms": %.4f, "samples_per_sec": %.2f, "relative": %.4f})" "\n",
+                  r, p.cuda ? "cuda" : "cpu", p.threads, (long long)p.local_batch, p.step_ms, p.samples_per_second,
+                  rel);
     else
       std::printf(" %5zu %8d %12lld %10.3f %12.1f %9.3f\n", r, p.threads, (long long)p.local_batch, p.step_ms,
                   p.samples_per_second, rel);
   }
   if (!cmd.json) std::printf("# for I-DAT's first division:\n[parallel.balance]\nspeeds = [%s]\n", speeds.c_str());
+  std::fflush(stdout);
+}
+
+// Every pair's link, one pair at a time; rank 0 prints the matrices (or JSON lines) and writes --out.
+void profile_links(const ProfileCommand& cmd, const Job& job, Communicator& world, bool paced) {
+  const LinkProbeConfig config;
+  const LinkProbeResult r = probe_links(world, config);
+  if (world.rank() != 0) return;
+  const std::string network = paced ? train_detail::links_text(job) : "no emulated links";
+  if (cmd.json) {
+    std::printf("%s", link_json_lines(r).c_str());
+  } else {
+    std::printf("# dptrain profile --links: %d rank(s), host %s, %s\n", r.ranks, world.host().c_str(),
+                network.c_str());
+    std::printf("# one pair at a time: latency = half the median round trip of %zu B (%d times), bandwidth = "
+                "%zu B / (one-way time - latency) (median of %d)\n", config.latency_bytes,
+                config.latency_repetitions, config.bandwidth_bytes, config.bandwidth_repetitions);
+    std::printf("%s", link_matrices_text(r).c_str());
+  }
+  if (!cmd.links_out.empty()) {
+    write_file_atomic(cmd.links_out,
+                      link_cluster_file(r, {fmt::format("Links measured by `dptrain profile --links` on {} rank(s) "
+                                                        "({}), host {}, {}.", r.ranks, job.source, world.host(),
+                                                        network),
+                                            "Row-major ranks x ranks (row: from, column: to). A job of as many ranks "
+                                            "reads it with",
+                                            "[cluster] file = \"PATH\" (PATH relative to the job file's folder)."}));
+    if (!cmd.json) std::printf("# wrote %s ([cluster.links] gbps and latency_us)\n", cmd.links_out.c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -88,6 +143,7 @@ int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   const auto paced = job ? train_detail::paced_by_job_links(*job, *launched) : nullptr;
   Communicator* world = paced ? paced.get() : launched.get();
   if (cmd.compute) profile_compute(cmd, *world);
+  if (cmd.links) profile_links(cmd, *job, *world, paced != nullptr);
   if (!cmd.collectives) return 0;
   const bool leader = world->rank() == 0;
   const int n = world->size();

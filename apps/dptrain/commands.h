@@ -27,6 +27,8 @@ int cmd_run(const RunCommand& cmd, ProcessArgs process);
 struct ProfileCommand {
   bool collectives = false;             // --collectives: time the allreduce algorithms
   bool compute = false;                 // --compute: each rank's compute speed on the job's model
+  bool links = false;                   // --links: bandwidth and latency between every pair of ranks
+  std::string links_out;                // --out: --links's measurements as a cluster file
   int compute_steps = 20;               // --steps (timed forward+backward steps of --compute)
   std::string job_path;                 // optional: its [launch] section says where to run
   std::vector<std::string> overrides;   // --set dotted.key=value
@@ -41,8 +43,14 @@ int cmd_profile(const ProfileCommand& cmd, ProcessArgs process);
 struct PlanCommand {
   std::string job_path;
   std::vector<std::string> overrides;  // --set dotted.key=value
+  int64_t workers = 0;                 // --workers: plan CGP for this many ranks drawn from the job's kinds
+  uint64_t seed = 0;                   // --seed: of the draw and the solvers (seed_given false: [job] seed)
+  bool seed_given = false;
+  bool json = false;                   // --json: one JSON object instead of the text (strategy cgp)
 };
 int cmd_plan(const PlanCommand& cmd);
+// plan_cgp.cpp: cmd_plan for [parallel] strategy = "cgp".
+int plan_cgp(const PlanCommand& cmd, const Job& job);
 
 // Outside an MPI job: runs this same command line (less --dry-run, plus extra_args) on the ranks of
 // `launch` through mpirun and returns its exit status; with dry_run, prints the mpirun command instead.

@@ -62,21 +62,35 @@ int main(int argc, char** argv) {
   run_cmd->callback([&] { status = cmd_run(run, process); });
 
   PlanCommand plan;
-  auto* plan_cmd = app.add_subcommand("plan", "show how a job would divide its batch and bucket its gradients");
+  auto* plan_cmd = app.add_subcommand("plan", "show how a job would divide its batch and bucket its "
+                                              "gradients, or group its ranks (strategy cgp)");
   plan_cmd->add_option("job", plan.job_path, "the TOML job file")->required()->type_name("JOB.toml");
   plan_cmd->add_option("--set", plan.overrides, "override a job key, validated like the file (repeatable)")
       ->type_name("KEY=VALUE")->allow_extra_args(false);
-  plan_cmd->callback([&] { status = cmd_plan(plan); });
+  plan_cmd->add_option("--workers", plan.workers,
+                       "strategy cgp: plan for N ranks drawn from the job's device kinds (default: the job's ranks)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  auto* plan_seed = plan_cmd->add_option("--seed", plan.seed, "strategy cgp: seed of --workers' draw and of the "
+                                                              "solvers (default: [job] seed)")->type_name("S");
+  plan_cmd->add_flag("--json", plan.json, "strategy cgp: print the plan as one JSON object");
+  plan_cmd->callback([&] {
+    plan.seed_given = plan_seed->count() > 0;
+    status = cmd_plan(plan);
+  });
 
   ProfileCommand profile;
   auto* profile_cmd = app.add_subcommand("profile", "measure this launch: collectives (--collectives), compute "
-                                                    "speed per rank (--compute)");
+                                                    "speed per rank (--compute), links between ranks (--links)");
   profile_cmd->add_option("job", profile.job_path, "a job file whose [launch] says where to run (optional)")
       ->type_name("JOB.toml");
   profile_cmd->add_flag("--collectives", profile.collectives,
                         "time allreduce per algorithm and size (nccl-tests style table)");
   profile_cmd->add_flag("--compute", profile.compute,
                         "time each rank's forward+backward on the job's model; suggests I-DAT speeds");
+  profile_cmd->add_flag("--links", profile.links,
+                        "bandwidth and latency between every pair of ranks, one pair at a time (needs a job)");
+  profile_cmd->add_option("--out", profile.links_out, "write --links's measurements as a cluster file")
+      ->type_name("FILE");
   profile_cmd->add_option("--set", profile.overrides, "override a job key, validated like the file (repeatable)")
       ->type_name("KEY=VALUE")->allow_extra_args(false);
   profile_cmd->add_option("--steps", profile.compute_steps, "timed steps of --compute (default 20)")

@@ -1,4 +1,4 @@
-// SlowdownEmulator: persistent, windowed and random-walk slowdowns of one rank.
+// SlowdownEmulator: persistent, windowed, random-walk and described ([cluster] speeds) slowdowns of one rank.
 #include "lib/balance/emulate.h"
 
 #include <algorithm>
@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "lib/cluster/cluster.h"
 #include "lib/core/rng.h"
 
 namespace dp {
@@ -13,13 +14,23 @@ namespace dp {
 SlowdownEmulator::SlowdownEmulator(const EmulateSection& spec, int rank, uint64_t seed)
     : spec_(spec), rank_(rank), seed_(seed) {}
 
+SlowdownEmulator::SlowdownEmulator(const Job& job, int rank)
+    : SlowdownEmulator(job.cluster.emulate, rank, job.job.seed) {
+  if (!spec_.as_described) return;
+  const std::vector<double> speeds = cluster_from_job(job).speeds();
+  if (size_t(rank) >= speeds.size()) return;
+  const double fastest = *std::max_element(speeds.begin(), speeds.end());
+  described_ = std::max(1.0, fastest / speeds[size_t(rank)]);
+}
+
 bool SlowdownEmulator::active() const {
   const bool persistent = size_t(rank_) < spec_.slowdown.size() && spec_.slowdown[size_t(rank_)] > 1.0;
-  return persistent || (spec_.fluctuate_rank == rank_ && spec_.fluctuate_factor > 1.0) || spec_.random_walk > 0;
+  const bool window = spec_.fluctuate_rank == rank_ && spec_.fluctuate_factor > 1.0;
+  return persistent || described_ > 1.0 || window || spec_.random_walk > 0;
 }
 
 double SlowdownEmulator::factor(int64_t step) {
-  double f = size_t(rank_) < spec_.slowdown.size() ? spec_.slowdown[size_t(rank_)] : 1.0;
+  double f = described_ * (size_t(rank_) < spec_.slowdown.size() ? spec_.slowdown[size_t(rank_)] : 1.0);
   if (spec_.fluctuate_rank == rank_ && step >= spec_.fluctuate_from && step < spec_.fluctuate_to)
     f *= spec_.fluctuate_factor;
   if (spec_.random_walk > 0) {

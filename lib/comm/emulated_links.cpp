@@ -1,5 +1,6 @@
-// Emulated links: the pacing clock of a process's link, requests that complete no earlier than the
-// clock says, and the Communicator decorator. See emulated_links.h for the model.
+// Emulated links: the links between world ranks, the pacing clock of a process's network interface,
+// requests that complete no earlier than the clock says, and the Communicator decorator. See
+// emulated_links.h for the model.
 #include "lib/comm/emulated_links.h"
 
 #include <algorithm>
@@ -7,6 +8,12 @@
 #include <cmath>
 #include <mutex>
 #include <thread>
+
+#include "lib/core/error.h"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 namespace dp {
 namespace {
@@ -19,68 +26,130 @@ Clock::duration seconds(double s) {
 
 double log2_ceil(int n) { return n > 1 ? std::ceil(std::log2(double(n))) : 0; }
 
-// The two directions of one process's link: when each is free again.
-class LinkClock {
- public:
-  explicit LinkClock(const LinkModel& m) : model_(m) {}
-  const LinkModel& model() const { return model_; }
+// Sleeps until `t`. The first time on a thread, asks Linux to wake the thread within a microsecond of
+// what it asked for instead of the default 50 us "timer slack" (on a VM a 1 us sleep then takes about 20
+// us instead of 80), so emulated latencies of tens of microseconds hold; the thread still sleeps.
+void sleep_until(Clock::time_point t) {
+#ifdef __linux__
+  thread_local const bool precise = prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL) == 0;
+  (void)precise;
+#endif
+  std::this_thread::sleep_until(t);
+}
+void sleep_for(Clock::duration d) { sleep_until(Clock::now() + d); }
 
-  // A send posted now is done when its bytes have left; a receive when they have arrived.
-  Clock::time_point send(size_t bytes) { return queue(out_free_, double(bytes), 0); }
-  Clock::time_point receive(size_t bytes) {
-    return queue(in_free_, double(bytes), model_.latency_seconds());
+// Small messages (control, loss statistics) slip between the packets of bulk transfers, as on a real
+// network, instead of queueing behind megabytes of gradients; bulk transfers queue.
+constexpr double kSmallBytes = 64 * 1024;
+
+// The links between the ranks of the world: one for all pairs, or one per ordered pair.
+class Network {
+ public:
+  explicit Network(const LinkModel& uniform) : uniform_(uniform) {}
+  explicit Network(LinkMatrix matrix) : matrix_(std::move(matrix)) {}
+  LinkModel link(int from, int to) const { return matrix_.ranks > 0 ? matrix_.at(from, to) : uniform_; }
+
+  // The slowest link among `members` (world ranks): the lowest bandwidth (0, unlimited, counts as the
+  // highest) and the highest latency of any pair of them, for the bounds of the transport's collectives.
+  LinkModel slowest(const std::vector<int>& members) const {
+    if (matrix_.ranks == 0) return uniform_;
+    LinkModel s;
+    for (int a : members)
+      for (int b : members) {
+        if (a == b) continue;
+        const LinkModel& l = matrix_.at(a, b);
+        if (l.gbps > 0 && (s.gbps == 0 || l.gbps < s.gbps)) s.gbps = l.gbps;
+        s.latency_us = std::max(s.latency_us, l.latency_us);
+      }
+    return s;
   }
 
-  // A collective posted now that moves `bytes` through each direction: it holds both, then `latency` more.
-  Clock::time_point collective(double bytes, double latency) {
-    const double transfer = model_.transfer_seconds(bytes);
-    if (bytes < kSmallBytes) return Clock::now() + seconds(transfer + latency);
+ private:
+  LinkModel uniform_;
+  LinkMatrix matrix_;
+};
+
+// The two directions of one process's network interface: when each is free again.
+class Interface {
+ public:
+  // A bulk send posted now that holds the outgoing direction for `busy` seconds: done when it has left.
+  Clock::time_point send(double busy) { return queue(out_free_, busy); }
+  // A bulk receive posted now: done `latency` after it has come in through the incoming direction.
+  Clock::time_point receive(double busy, double latency) { return queue(in_free_, busy) + seconds(latency); }
+
+  // A collective posted now that moves `bytes` through each direction, taking `busy` seconds at its
+  // slowest link: it holds both directions, then `latency` more. Small ones slip in.
+  Clock::time_point collective(double bytes, double busy, double latency) {
+    if (bytes < kSmallBytes) return Clock::now() + seconds(busy + latency);
     std::lock_guard lock(mutex_);
     const Clock::time_point start = std::max({Clock::now(), out_free_, in_free_});
-    out_free_ = in_free_ = start + seconds(transfer);
+    out_free_ = in_free_ = start + seconds(busy);
     return out_free_ + seconds(latency);
   }
 
  private:
-  // Small messages (control, loss statistics) slip between the packets of bulk transfers, as on a
-  // real network, instead of queueing behind megabytes of gradients; bulk transfers queue.
-  static constexpr double kSmallBytes = 64 * 1024;
-
-  Clock::time_point queue(Clock::time_point& free, double bytes, double latency) {
-    const double transfer = model_.transfer_seconds(bytes);
-    if (bytes < kSmallBytes) return Clock::now() + seconds(transfer + latency);
+  Clock::time_point queue(Clock::time_point& free, double busy) {
     std::lock_guard lock(mutex_);
-    free = std::max(Clock::now(), free) + seconds(transfer);
-    return free + seconds(latency);
+    free = std::max(Clock::now(), free) + seconds(busy);
+    return free;
   }
 
-  LinkModel model_;
   std::mutex mutex_;
   Clock::time_point out_free_{}, in_free_{};
 };
 
+// Completes no earlier than `due`, and no earlier than `after` past the moment the real transfer was
+// seen complete (a small receive: its latency counts from the message's real arrival).
 class PacedRequest final : public Request::Impl {
  public:
-  PacedRequest(Request inner, Clock::time_point due) : inner_(std::move(inner)), due_(due) {}
+  PacedRequest(Request inner, Clock::time_point due, Clock::duration after = {})
+      : inner_(std::move(inner)), due_(due), after_(after) {}
   // Asleep until the modelled completion (a network transfer takes no CPU), then asleep between polls
   // until the real transfer has happened too, which over shared memory it usually has by then: a
   // communication thread waiting for its peer must not spin on the core its rank computes on.
   void wait() override {
-    std::this_thread::sleep_until(due_);
-    while (!inner_.test()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // Until `due`, a look at the real transfer every 100 us: MPI moves a large message over shared
+    // memory in pieces, and only while its ranks call into it.
+    while (!arrived() && Clock::now() + std::chrono::microseconds(100) < due_)
+      sleep_for(std::chrono::microseconds(100));
+    sleep_until(due_);
+    while (!arrived()) sleep_for(std::chrono::microseconds(20));
+    sleep_until(arrival_ + after_);
   }
-  bool test() override { return inner_.test() && Clock::now() >= due_; }
+  bool test() override {
+    if (!arrived()) return false;
+    const Clock::time_point now = Clock::now();
+    return now >= due_ && now >= arrival_ + after_;
+  }
   void abandon() noexcept override { Request dropped = std::move(inner_); }
 
  private:
+  bool arrived() {
+    if (seen_) return true;
+    if (!inner_.test()) return false;
+    seen_ = true;
+    arrival_ = Clock::now();
+    return true;
+  }
+
   Request inner_;
   Clock::time_point due_;
+  Clock::duration after_;
+  bool seen_ = false;
+  Clock::time_point arrival_{};
 };
 
 class EmulatedLinks final : public Communicator {
  public:
-  EmulatedLinks(Communicator& inner, std::unique_ptr<Communicator> owned, std::shared_ptr<LinkClock> clock)
-      : owned_(std::move(owned)), inner_(inner), clock_(std::move(clock)) {}
+  // `world`: the world rank of each rank of `inner`.
+  EmulatedLinks(Communicator& inner, std::unique_ptr<Communicator> owned, std::shared_ptr<const Network> network,
+                std::shared_ptr<Interface> nic, std::vector<int> world)
+      : owned_(std::move(owned)),
+        inner_(inner),
+        network_(std::move(network)),
+        nic_(std::move(nic)),
+        world_(std::move(world)),
+        slowest_(network_->slowest(world_)) {}
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -88,12 +157,17 @@ class EmulatedLinks final : public Communicator {
   std::string host() const override { return inner_.host(); }
 
   Request isend(std::span<const std::byte> data, int peer, int tag) override {
-    const Clock::time_point due = clock_->send(data.size());
+    const LinkModel link = link_to(peer);
+    const double bytes = double(data.size()), busy = link.transfer_seconds(bytes);
+    const Clock::time_point due = bytes < kSmallBytes ? Clock::now() + seconds(busy) : nic_->send(busy);
     return paced(inner_.isend(data, peer, tag), due);
   }
   Request irecv(std::span<std::byte> data, int peer, int tag) override {
-    const Clock::time_point due = clock_->receive(data.size());
-    return paced(inner_.irecv(data, peer, tag), due);
+    const LinkModel link = link_from(peer);
+    const double bytes = double(data.size()), busy = link.transfer_seconds(bytes);
+    if (bytes < kSmallBytes)
+      return paced(inner_.irecv(data, peer, tag), Clock::now(), seconds(busy + link.latency_seconds()));
+    return paced(inner_.irecv(data, peer, tag), nic_->receive(busy, link.latency_seconds()));
   }
 
   Memory allocate(size_t bytes) override { return inner_.allocate(bytes); }
@@ -106,60 +180,88 @@ class EmulatedLinks final : public Communicator {
   void allreduce_sum(std::span<const float> in, std::span<float> out) override {
     const auto due = ring_cost(2, double(in.size_bytes()));
     inner_.allreduce_sum(in, out);
-    std::this_thread::sleep_until(due);
+    sleep_until(due);
   }
   void allreduce_sum(std::span<const double> in, std::span<double> out) override {
     const auto due = ring_cost(2, double(in.size_bytes()));
     inner_.allreduce_sum(in, out);
-    std::this_thread::sleep_until(due);
+    sleep_until(due);
   }
   void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override {
     const auto due = ring_cost(1, double(all.size()));
     inner_.allgather(mine, all);
-    std::this_thread::sleep_until(due);
+    sleep_until(due);
   }
   void broadcast(std::span<std::byte> data, int root) override {
-    const LinkModel& m = clock_->model();
-    const auto due = size() > 1 ? clock_->collective(double(data.size()), log2_ceil(size()) * m.latency_seconds())
+    const double bytes = double(data.size());
+    const auto due = size() > 1 ? nic_->collective(bytes, slowest_.transfer_seconds(bytes),
+                                                   log2_ceil(size()) * slowest_.latency_seconds())
                                 : Clock::now();
     inner_.broadcast(data, root);
-    std::this_thread::sleep_until(due);
+    sleep_until(due);
   }
   void barrier() override {
-    const auto due = size() > 1 ? clock_->collective(0, 2 * log2_ceil(size()) * clock_->model().latency_seconds())
-                                : Clock::now();
+    const auto due =
+        size() > 1 ? nic_->collective(0, 0, 2 * log2_ceil(size()) * slowest_.latency_seconds()) : Clock::now();
     inner_.barrier();
-    std::this_thread::sleep_until(due);
+    sleep_until(due);
   }
 
+  // The new communicator's ranks learn each other's world ranks (unpaced: setting up costs no network
+  // time), so its messages find the links of the world.
   std::unique_ptr<Communicator> split(int color, int key) override {
     std::unique_ptr<Communicator> sub = inner_.split(color, key);
     if (!sub) return nullptr;
+    std::vector<int> world = sub->allgather_value(world_[size_t(rank())]);
     Communicator& ref = *sub;
-    return std::make_unique<EmulatedLinks>(ref, std::move(sub), clock_);
+    return std::make_unique<EmulatedLinks>(ref, std::move(sub), network_, nic_, std::move(world));
   }
 
  private:
-  static Request paced(Request inner, Clock::time_point due) {
-    return Request(std::make_unique<PacedRequest>(std::move(inner), due));
+  static Request paced(Request inner, Clock::time_point due, Clock::duration after = {}) {
+    return Request(std::make_unique<PacedRequest>(std::move(inner), due, after));
   }
+  LinkModel link_to(int peer) const { return network_->link(world_[size_t(rank())], world_[size_t(peer)]); }
+  LinkModel link_from(int peer) const { return network_->link(world_[size_t(peer)], world_[size_t(rank())]); }
   // The ring's time for a collective that moves `passes` x (n-1)/n x `bytes` through each link.
   Clock::time_point ring_cost(int passes, double bytes) {
     const int n = size();
     if (n <= 1) return Clock::now();
-    const LinkModel& m = clock_->model();
-    return clock_->collective(passes * bytes * (n - 1) / n, passes * (n - 1) * m.latency_seconds());
+    const double moved = passes * bytes * (n - 1) / n;
+    return nic_->collective(moved, slowest_.transfer_seconds(moved), passes * (n - 1) * slowest_.latency_seconds());
   }
 
   std::unique_ptr<Communicator> owned_;  // a split's communicator; empty for the one first wrapped
   Communicator& inner_;
-  std::shared_ptr<LinkClock> clock_;
+  std::shared_ptr<const Network> network_;
+  std::shared_ptr<Interface> nic_;
+  std::vector<int> world_;
+  LinkModel slowest_;
 };
+
+std::unique_ptr<Communicator> wrap(Communicator& inner, std::shared_ptr<const Network> network) {
+  std::vector<int> world(size_t(inner.size()));
+  for (size_t r = 0; r < world.size(); ++r) world[r] = int(r);
+  return std::make_unique<EmulatedLinks>(inner, nullptr, std::move(network), std::make_shared<Interface>(),
+                                         std::move(world));
+}
 
 }  // namespace
 
 std::unique_ptr<Communicator> emulate_links(Communicator& inner, const LinkModel& link) {
-  return std::make_unique<EmulatedLinks>(inner, nullptr, std::make_shared<LinkClock>(link));
+  return wrap(inner, std::make_shared<const Network>(link));
+}
+
+std::unique_ptr<Communicator> emulate_links(Communicator& inner, LinkMatrix links) {
+  DP_CHECK(links.ranks == inner.size() && links.links.size() == size_t(links.ranks) * size_t(links.ranks),
+           "emulate_links: a link matrix of " + std::to_string(links.ranks) + " ranks for a communicator of " +
+               std::to_string(inner.size()));
+  for (int a = 0; a < links.ranks; ++a)
+    for (int b = 0; b < links.ranks; ++b)
+      DP_CHECK(a == b || (links.at(a, b).gbps >= 0 && links.at(a, b).latency_us >= 0),
+               "emulate_links: negative bandwidth or latency from rank " + std::to_string(a) + " to " +
+                   std::to_string(b));
+  return wrap(inner, std::make_shared<const Network>(std::move(links)));
 }
 
 }  // namespace dp

@@ -1,30 +1,42 @@
-// Emulated network links ([cluster.emulate] link_gbps, link_latency_us): a Communicator that wraps
-// another and makes every transfer take at least as long as it would on a link of the given bandwidth
-// and latency, by sleeping, so the emulated network costs no CPU (as a NIC's DMA costs none). Ranks on
-// one machine then behave like ranks of a cluster: communication can hide behind computation, which on
-// shared memory (where the receiving CPU copies every byte) it cannot.
+// Emulated network links ([cluster.emulate] link_gbps, link_latency_us, or as_described): a Communicator
+// that wraps another and makes every transfer take at least as long as it would on links of the given
+// bandwidth and latency, by sleeping, so the emulated network costs no CPU (as a NIC's DMA costs none).
+// Ranks on one machine then behave like ranks of a cluster: communication can hide behind computation,
+// which on shared memory (where the receiving CPU copies every byte) it cannot.
 //
-// Model: every process has one link, full duplex, shared by all its communicators (split() keeps it).
-// A message of b bytes occupies the sender's outgoing and the receiver's incoming direction for
-// b / bandwidth, queued behind earlier messages in that direction, and arrives `latency` after it
-// leaves; messages under 64 KiB (control, statistics) slip in between instead of queueing behind bulk
-// transfers, as packets interleave on a real network. Each side paces its own requests (no clock is
-// shared): a send completes when its bytes have left, a receive when they would have arrived counting
-// from when it was posted. The transport's own
-// collectives take at least the time of the bandwidth-optimal ring over such links:
+// Model: every process has one network interface, full duplex, shared by all its communicators
+// (split() keeps it): an outgoing and an incoming direction, each a queue. The link between two ranks
+// has a bandwidth and a one-way latency: the same for every pair (LinkModel), or per ordered pair of the
+// ranks of the communicator first wrapped, its world (LinkMatrix; a split's communicator maps its ranks
+// back to world ranks, gathered when it is made, so sub-communicators find the same links). A message of
+// b bytes from rank s to rank r occupies s's outgoing and r's incoming direction for b / bandwidth(s, r),
+// queued behind earlier messages in that direction, and arrives latency(s, r) after it leaves: a bulk
+// transfer to a slow peer holds the interface longer than one to a fast peer. Messages under 64 KiB
+// (control, statistics) slip in between instead of queueing behind bulk transfers, as packets interleave
+// on a real network. Each side paces its own requests (no clock is shared): a send completes when its
+// bytes have left; a bulk receive when they would have arrived counting from when it was posted; a small
+// receive b / bandwidth + latency after the message really arrived (so a ping-pong takes two latencies
+// even when the receives are posted early). The transport's own collectives take at least the time of
+// the bandwidth-optimal ring over the slowest link among the communicator's members (the lowest
+// bandwidth and the highest latency of any pair of them):
 // allreduce 2(n-1)/n * bytes / bandwidth + 2(n-1) * latency, allgather (n-1)/n * total / bandwidth +
 // (n-1) * latency, broadcast bytes / bandwidth + ceil(log2 n) * latency, barrier 2 ceil(log2 n) latency.
-// The real transfer still happens and the slower of the two decides.
+// The real transfer still happens and the slower of the two decides; a waiting request looks at it every
+// 100 us meanwhile (MPI moves a large message over shared memory in pieces, only while its ranks call
+// into it), so it runs under the emulated time instead of after it. Waiting threads sleep with Linux's
+// timer slack lowered to 1 us, so that latencies of tens of microseconds are not lost in oversleeping
+// (a wait still overshoots by some 10-100 us on a busy VM: emulated latencies below that are not exact).
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "lib/comm/communicator.h"
 
 namespace dp {
 
 struct LinkModel {
-  double gbps = 0;        // bandwidth of each direction of a rank's link, in Gbit/s; 0: not emulated
+  double gbps = 0;        // bandwidth of each direction of the link, in Gbit/s; 0: not emulated
   double latency_us = 0;  // one-way latency of a message
   bool active() const { return gbps > 0 || latency_us > 0; }
   // Seconds for `bytes` to cross the link once (bandwidth only; 0 when no bandwidth is emulated).
@@ -32,8 +44,19 @@ struct LinkModel {
   double latency_seconds() const { return latency_us * 1e-6; }
 };
 
-// `inner` paced by `link`; `inner` must outlive the result. With an inactive model the wrapper only
-// forwards.
+// The link from every rank to every other: row-major ranks x ranks, entry a * ranks + b the link from
+// rank a to rank b; the diagonal is ignored.
+struct LinkMatrix {
+  int ranks = 0;
+  std::vector<LinkModel> links;
+  const LinkModel& at(int from, int to) const { return links[size_t(from) * size_t(ranks) + size_t(to)]; }
+};
+
+// `inner` paced by `link` between every pair of ranks; `inner` must outlive the result. With an inactive
+// model the wrapper only forwards.
 std::unique_ptr<Communicator> emulate_links(Communicator& inner, const LinkModel& link);
+// `inner` paced by a link per pair of its ranks; `links.ranks` must be inner.size() (InternalError
+// otherwise), every off-diagonal bandwidth and latency at least 0.
+std::unique_ptr<Communicator> emulate_links(Communicator& inner, LinkMatrix links);
 
 }  // namespace dp

@@ -24,7 +24,9 @@ namespace dp {
 namespace {
 
 constexpr char kMagic[8] = {'D', 'P', 'T', 'R', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+// Version 2 appends the grouping of strategy "cgp" after the state: a uint64 count, then int32 groups
+// (count 0 for other strategies); version 1 files (no grouping) are still read.
+constexpr uint32_t kVersion = 2;
 
 #pragma pack(push, 1)
 struct Header {
@@ -78,9 +80,13 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   h.optimizer_steps = c.optimizer_steps;
   h.param_count = c.params.size();
   h.state_count = c.optimizer_state.size();
-  h.payload_bytes = (h.param_count + h.state_count) * sizeof(float);
+  const uint64_t group_count = c.groups.size();
+  std::vector<int32_t> groups(c.groups.begin(), c.groups.end());
+  h.payload_bytes = (h.param_count + h.state_count) * sizeof(float) + sizeof group_count + groups.size() * 4;
   h.payload_crc = crc32_of(c.params.data(), c.params.size() * sizeof(float));
   h.payload_crc = crc32_of(c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), h.payload_crc);
+  h.payload_crc = crc32_of(&group_count, sizeof group_count, h.payload_crc);
+  h.payload_crc = crc32_of(groups.data(), groups.size() * 4, h.payload_crc);
   h.header_crc = crc32_of(&h, offsetof(Header, header_crc));
 
   const std::string tmp = path + ".tmp";
@@ -89,6 +95,8 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   write_all(fd, &h, sizeof h, tmp);
   write_all(fd, c.params.data(), c.params.size() * sizeof(float), tmp);
   write_all(fd, c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), tmp);
+  write_all(fd, &group_count, sizeof group_count, tmp);
+  write_all(fd, groups.data(), groups.size() * 4, tmp);
   if (::fsync(fd) != 0 || ::close(fd) != 0)
     throw RuntimeFailure(tmp, fmt::format("flush failed: {}", std::strerror(errno)), "check free disk space");
   std::filesystem::rename(tmp, path);
@@ -107,12 +115,15 @@ Checkpoint read_checkpoint(const std::string& path) {
   in.read(reinterpret_cast<char*>(&h), sizeof h);
   if (in.gcount() != std::streamsize(sizeof h) || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
     throw CheckpointError(path, "not a dptrain checkpoint (bad magic or shorter than a header)", delete_hint);
-  if (h.version != kVersion || h.header_bytes != sizeof(Header))
+  if ((h.version != kVersion && h.version != 1) || h.header_bytes != sizeof(Header))
     throw CheckpointError(path, fmt::format("unsupported checkpoint format version {} (this dptrain reads {})",
                                             h.version, kVersion), "use the dptrain version that wrote it");
   if (crc32_of(&h, offsetof(Header, header_crc)) != h.header_crc)
     throw CheckpointError(path, "header checksum mismatch: the checkpoint is corrupted", delete_hint);
-  if (h.payload_bytes != (h.param_count + h.state_count) * sizeof(float) || h.optimizer[15] != '\0')
+  const uint64_t floats_bytes = (h.param_count + h.state_count) * sizeof(float);
+  const uint64_t extra = h.version == 1 ? 0 : h.payload_bytes - floats_bytes;
+  if (h.payload_bytes < floats_bytes || (h.version > 1 && (extra < 8 || (extra - 8) % 4 != 0)) ||
+      (h.version == 1 && extra != 0) || h.optimizer[15] != '\0')
     throw CheckpointError(path, "inconsistent header sizes: the checkpoint is corrupted", delete_hint);
   const auto file_bytes = std::filesystem::file_size(path);
   if (file_bytes != sizeof(Header) + h.payload_bytes)
@@ -128,9 +139,23 @@ Checkpoint read_checkpoint(const std::string& path) {
   in.read(reinterpret_cast<char*>(c.params.data()), std::streamsize(c.params.size() * sizeof(float)));
   in.read(reinterpret_cast<char*>(c.optimizer_state.data()),
           std::streamsize(c.optimizer_state.size() * sizeof(float)));
+  uint64_t group_count = 0;
+  std::vector<int32_t> groups;
+  if (h.version > 1) {
+    in.read(reinterpret_cast<char*>(&group_count), sizeof group_count);
+    if (group_count != (extra - 8) / 4)
+      throw CheckpointError(path, "inconsistent grouping size: the checkpoint is corrupted", delete_hint);
+    groups.resize(group_count);
+    in.read(reinterpret_cast<char*>(groups.data()), std::streamsize(groups.size() * 4));
+  }
   if (!in) throw CheckpointError(path, "read failed in the payload", delete_hint);
   uint32_t crc = crc32_of(c.params.data(), c.params.size() * sizeof(float));
   crc = crc32_of(c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), crc);
+  if (h.version > 1) {
+    crc = crc32_of(&group_count, sizeof group_count, crc);
+    crc = crc32_of(groups.data(), groups.size() * 4, crc);
+  }
+  c.groups.assign(groups.begin(), groups.end());
   if (crc != h.payload_crc)
     throw CheckpointError(path, "payload checksum mismatch: the checkpoint is corrupted", delete_hint);
   return c;

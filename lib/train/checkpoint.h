@@ -16,7 +16,8 @@ struct Checkpoint {
   int64_t step = 0;           // steps completed
   int64_t optimizer_steps = 0;
   std::vector<float> params;
-  std::vector<float> optimizer_state;
+  std::vector<float> optimizer_state;  // strategy "cgp": every group's whole state, in group order
+  std::vector<int> groups;             // strategy "cgp": the group of every rank; empty otherwise
 };
 
 // Writes `ckpt` to `path` atomically. Throws RuntimeFailure on I/O errors.

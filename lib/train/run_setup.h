@@ -35,7 +35,8 @@ struct Setup {
 Device choose_device(const Job& job);
 // Builds the model on `kernels` (the CPU's when the caller only checks the inputs) and checks the rest.
 Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels);
-// `launched` paced as [cluster.emulate] link_gbps / link_latency_us say, or null when they are 0.
+// `launched` paced as [cluster.emulate] says: with as_described, every pair of ranks linked as [cluster]
+// describes (the launch must have [launch] ranks); else link_gbps / link_latency_us; null when none.
 std::unique_ptr<Communicator> paced_by_job_links(const Job& job, Communicator& launched);
 std::string links_text(const Job& job);  // the emulated network, for the run's first lines ("" when none)
 // This rank's index among the ranks on its host (which GPU it drives). Collective.

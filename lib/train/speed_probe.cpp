@@ -1,11 +1,17 @@
-// measure_compute_speed: time the job's model on this rank alone (see speed_probe.h).
+// measure_compute_speed: time the job's model on this rank alone, on the device the job trains on (see
+// speed_probe.h).
 #include "lib/train/speed_probe.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/kernel_table.h"
+#include "lib/core/backend.h"
+#include "lib/core/error.h"
 #include "lib/balance/emulate.h"
 #include "lib/data/dataset.h"
 #include "lib/train/run_setup.h"
@@ -13,13 +19,30 @@
 
 namespace dp {
 
+namespace {
+
+// The kernels of the job's device, as a run picks them (trainer.cpp): on a GPU, this rank's GPU on its host.
+const Kernels& job_kernels(const Job& job, Communicator& comm) {
+  if (train_detail::choose_device(job).kind != "cuda") return cpu_kernels();
+  const int devices = probe_backends().cuda_devices;
+  if (comm.local_size() > devices)
+    throw JobError("[launch] ranks", fmt::format("{} ranks on host {} share {} GPU(s); GPU training runs one "
+                                                 "rank per GPU", comm.local_size(), comm.host(), devices),
+                   fmt::format("set ranks to at most {} per host, or device = \"cpu\"", devices));
+  use_cuda_device(train_detail::local_rank(comm), job.train.precision);
+  return *cuda_kernel_table();
+}
+
+}  // namespace
+
 SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, int warmup) {
   cpu::set_compute_threads(train_detail::default_threads(job, comm));
+  const Kernels& kernels = job_kernels(job, comm);
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
-  auto model = make_model(job.model, data.train.shape(), job.job.seed);
+  auto model = make_model(job.model, data.train.shape(), job.job.seed, kernels);
   const std::vector<int64_t> shares = equal_shares(std::min(job.train.global_batch, data.train.count), comm.size());
   const std::vector<uint32_t> order = epoch_permutation(data.train.count, job.job.seed, 0);
-  SlowdownEmulator emulator(job.cluster.emulate, comm.rank(), job.job.seed);
+  SlowdownEmulator emulator(job, comm.rank());
   BatchBuffer buffer;
   std::vector<double> ms;
   const int64_t epoch_steps = steps_per_epoch(data.train.count, job.train.global_batch);
@@ -28,6 +51,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
     const auto mine = rank_indices(order, job.train.global_batch, step, shares, comm.rank());
     const auto t0 = std::chrono::steady_clock::now();
     model->forward_backward(gather_batch(data.train, mine, buffer), 1.0f);
+    kernels.synchronize();  // GPU work is asynchronous: time the backward, not its launch
     emulator.delay(i, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
@@ -37,6 +61,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
   p.step_ms = ms.empty() ? 0 : ms[ms.size() / 2];
   p.samples_per_second = p.step_ms > 0 ? double(p.local_batch) / p.step_ms * 1e3 : 0;
   p.threads = cpu::compute_threads();
+  p.cuda = !kernels.host_memory;
   return p;
 }
 

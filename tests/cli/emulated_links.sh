@@ -4,7 +4,9 @@
 #      place, 1-4 MB) has busbw at most the link's 0.125 GB/s and at least half of it, and no wrong element;
 #   2. training over emulated links logs exactly the loss sequence of the same run without them (they
 #      delay, never change, the arithmetic), for MRA (also with its all-gather overlapping the next
-#      forward, which must give the same losses again) and plain data parallelism, and says so up front.
+#      forward, which must give the same losses again) and plain data parallelism, and says so up front;
+#   3. the same with [cluster.emulate] as_described (each pair of ranks linked as [cluster] describes:
+#      here two nodes of one rank, 5 Gbit/s between them), which the run names.
 # Usage: bash emulated_links.sh PATH/TO/dptrain REPO_ROOT
 set -u
 
@@ -83,6 +85,15 @@ for alg in mra mra-forward native; do
 done
 [[ $(losses plain.mra/metrics.jsonl) == "$(losses plain.mra-forward/metrics.jsonl)" ]] ||
   fail "MRA's losses change when its all-gather overlaps the next forward"
+
+# 3. Links as the cluster describes them.
+"$DPTRAIN" run job.toml --out described --set cluster.emulate.as_described=true --set cluster.ranks_per_node=1 \
+  --set cluster.links.rack_gbps=5 --set cluster.links.rack_latency_us=50 >described.log 2>&1 ||
+  fail "as_described: $(tail -3 described.log)"
+grep -q "emulated links as \[cluster\] describes: 2 rank(s) on 2 node(s) in 1 rack(s); links .*5 Gbit/s 50 us in a rack" \
+  described.log || fail "as_described: the run does not name its emulated links: $(grep -m1 gradients described.log)"
+[[ $(losses described/metrics.jsonl) == "$(losses plain.mra/metrics.jsonl)" ]] ||
+  fail "as_described: losses differ from the run without emulated links"
 
 if ((failures)); then
   echo "$failures failure(s)"

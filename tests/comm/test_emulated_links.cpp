@@ -1,9 +1,12 @@
 // Emulated links (lib/comm/emulated_links.h) on the thread transport: messages and collectives take at
 // least the modelled time (and not wildly more), bulk messages queue on a link while small ones slip
-// past, split() shares the link, and every collective algorithm stays exact through the wrapper.
+// past, a ping-pong takes two latencies, split() shares the link, per-pair links (a matrix, as
+// [cluster.emulate] as_described builds it) pace each pair as its own link and survive split(), and every
+// collective algorithm stays exact through the wrapper.
 #define BOOST_TEST_MODULE emulated_links
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -11,6 +14,7 @@
 #include "lib/comm/collectives.h"
 #include "lib/comm/emulated_links.h"
 #include "lib/comm/thread_communicator.h"
+#include "lib/core/error.h"
 #include "tests/comm/collective_testing.h"
 
 namespace {
@@ -32,6 +36,41 @@ std::vector<double> on_links(int n, const dp::LinkModel& link, Fn fn) {
     out[size_t(raw.rank())] = fn(*comm);
   });
   return out;
+}
+
+// `nodes` emulated nodes of `per_node` consecutive ranks: `inside` between ranks of one node, `between`
+// across nodes.
+dp::LinkMatrix two_levels(int nodes, int per_node, dp::LinkModel inside, dp::LinkModel between) {
+  const int n = nodes * per_node;
+  dp::LinkMatrix m{n, std::vector<dp::LinkModel>(size_t(n) * size_t(n))};
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b) m.links[size_t(a) * size_t(n) + size_t(b)] = a / per_node == b / per_node ? inside : between;
+  return m;
+}
+
+// Runs fn on the ranks of two_levels(nodes, per_node, ...) over the thread transport.
+template <class Fn>
+std::vector<double> on_matrix(const dp::LinkMatrix& m, Fn fn) {
+  std::vector<double> out(size_t(m.ranks), 0.0);
+  dp::run_thread_ranks(m.ranks, [&](dp::Communicator& raw) {
+    const auto comm = dp::emulate_links(raw, m);
+    out[size_t(raw.rank())] = fn(*comm);
+  });
+  return out;
+}
+
+// Seconds from a common start for `from` to send 12.5 MB to `to`, as each of the two measures it (0 on
+// the other ranks).
+double one_transfer(dp::Communicator& comm, int from, int to) {
+  std::vector<std::byte> buf(10 * kTenMs);
+  comm.barrier();
+  const auto t0 = Clock::now();
+  if (comm.rank() == from) comm.isend(buf, to, 7).wait();
+  if (comm.rank() == to) comm.irecv(buf, from, 7).wait();
+  const double s = seconds_since(t0);
+  comm.barrier();
+  return comm.rank() == from || comm.rank() == to ? s : 0.0;
 }
 
 }  // namespace
@@ -85,6 +124,30 @@ BOOST_AUTO_TEST_CASE(small_messages_slip_past_bulk_transfers) {
   });
   BOOST_TEST(t[1] >= 0.001);  // the latency
   BOOST_TEST(t[1] < 0.030);   // far less than the 40 ms bulk transfer ahead of it
+}
+
+// The receiver of a ping posts its receive early, yet each hop still costs the latency.
+BOOST_AUTO_TEST_CASE(a_ping_pong_takes_two_latencies) {
+  const auto t = on_links(2, {0.0, 2000.0}, [](dp::Communicator& comm) {
+    std::vector<std::byte> ping(8), pong(8);
+    comm.barrier();
+    double slowest = 0;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = Clock::now();
+      if (comm.rank() == 0) {
+        dp::Request answer = comm.irecv(pong, 1, 1);
+        comm.isend(ping, 1, 0).wait();
+        answer.wait();
+      } else {
+        comm.irecv(ping, 0, 0).wait();
+        comm.isend(pong, 0, 1).wait();
+      }
+      slowest = std::max(slowest, seconds_since(t0));
+    }
+    return slowest;
+  });
+  BOOST_TEST(t[0] >= 0.004);  // 2 x 2 ms
+  BOOST_TEST(t[0] < 0.1);
 }
 
 BOOST_AUTO_TEST_CASE(a_split_communicator_shares_the_process_link) {
@@ -148,6 +211,103 @@ BOOST_AUTO_TEST_CASE(every_algorithm_stays_exact_over_emulated_links) {
     });
   }
   BOOST_TEST(errors.empty(), errors.size() << " failures, first: " << (errors.empty() ? "" : errors[0]));
+}
+
+// The acceptance check of per-pair links: 3 ranks per emulated node, 10 Gbit/s inside, 1 Gbit/s between;
+// 12.5 MB take 10 ms inside a node and 100 ms between nodes.
+BOOST_AUTO_TEST_CASE(per_pair_links_pace_each_pair_as_its_own_link) {
+  const dp::LinkMatrix m = two_levels(2, 3, {10.0, 0.0}, {1.0, 0.0});
+  std::vector<double> inside, between;
+  std::mutex mu;
+  on_matrix(m, [&](dp::Communicator& comm) {
+    const double in = one_transfer(comm, 0, 2), out = one_transfer(comm, 1, 4);
+    std::lock_guard lock(mu);
+    if (comm.rank() == 0 || comm.rank() == 2) inside.push_back(in);
+    if (comm.rank() == 1 || comm.rank() == 4) between.push_back(out);
+    return 0.0;
+  });
+  BOOST_REQUIRE(inside.size() == 2 && between.size() == 2);
+  for (double s : inside) BOOST_TEST(s >= 0.010);
+  for (double s : between) BOOST_TEST(s >= 0.100);
+  const double ratio = *std::max_element(between.begin(), between.end()) /
+                       *std::max_element(inside.begin(), inside.end());
+  BOOST_TEST_MESSAGE("cross-node / in-node transfer time: " << ratio);
+  BOOST_TEST(ratio >= 6.0);
+  BOOST_TEST(ratio <= 14.0);
+}
+
+// A split's ranks are renumbered (here in reverse, and split again); its messages still find the links
+// of their world ranks.
+BOOST_AUTO_TEST_CASE(split_communicators_map_their_ranks_to_world_links) {
+  const dp::LinkMatrix m = two_levels(2, 3, {10.0, 0.0}, {1.0, 0.0});
+  std::vector<double> inside, between;
+  std::mutex mu;
+  on_matrix(m, [&](dp::Communicator& comm) {
+    // Evens {0, 2, 4} in reverse order: sub ranks 0 = world 4, 1 = world 2, 2 = world 0.
+    const auto evens = comm.split(comm.rank() % 2, -comm.rank());
+    const auto again = evens->split(0, evens->rank());  // the same members, split once more
+    if (comm.rank() % 2 == 0) {
+      const double in = one_transfer(*again, 2, 1);   // world 0 -> 2: one node
+      const double out = one_transfer(*again, 2, 0);  // world 0 -> 4: across
+      std::lock_guard lock(mu);
+      if (comm.rank() == 0 || comm.rank() == 2) inside.push_back(in);
+      if (comm.rank() == 0 || comm.rank() == 4) between.push_back(out);
+    }
+    return 0.0;
+  });
+  BOOST_REQUIRE(inside.size() == 2 && between.size() == 2);
+  for (double s : inside) BOOST_TEST(s >= 0.010);
+  for (double s : between) BOOST_TEST(s >= 0.100);
+  const double ratio = *std::max_element(between.begin(), between.end()) /
+                       *std::max_element(inside.begin(), inside.end());
+  BOOST_TEST(ratio >= 6.0);
+  BOOST_TEST(ratio <= 14.0);
+}
+
+// The transport's own collectives take the ring bound over the slowest link among the members: a group
+// inside one node at 10 Gbit/s, a group across nodes at 1 Gbit/s.
+BOOST_AUTO_TEST_CASE(transport_collectives_take_the_slowest_members_link) {
+  const dp::LinkMatrix m = two_levels(2, 3, {10.0, 0.0}, {1.0, 0.0});
+  constexpr size_t count = 3 * kTenMs / 4;  // 3.75 MB of floats
+  std::atomic<int> wrong = 0;
+  std::vector<double> in(6), out(6);
+  on_matrix(m, [&](dp::Communicator& comm) {
+    // Node groups {0, 1, 2}, {3, 4, 5}: 2 x 2/3 x 3 ms = 4 ms. Cross pairs {0, 3}, {1, 4}, {2, 5}:
+    // 2 x 1/2 x 30 ms = 30 ms.
+    const auto node = comm.split(comm.rank() / 3, comm.rank());
+    const auto cross = comm.split(comm.rank() % 3, comm.rank());
+    std::vector<float> a(count, 1.0f), b(count, 1.0f);
+    comm.barrier();
+    auto t0 = Clock::now();
+    node->allreduce_sum(std::span<float>(a));
+    in[size_t(comm.rank())] = seconds_since(t0);
+    comm.barrier();
+    t0 = Clock::now();
+    cross->allreduce_sum(std::span<float>(b));
+    out[size_t(comm.rank())] = seconds_since(t0);
+    for (float v : a) wrong += v != 3.0f;
+    for (float v : b) wrong += v != 2.0f;
+    return 0.0;
+  });
+  BOOST_TEST(wrong == 0);
+  for (int r = 0; r < 6; ++r) {
+    BOOST_TEST(in[size_t(r)] >= 0.004, "rank " << r << " in a node: " << in[size_t(r)]);
+    BOOST_TEST(out[size_t(r)] >= 0.030, "rank " << r << " across: " << out[size_t(r)]);
+    BOOST_TEST(out[size_t(r)] / in[size_t(r)] >= 3.0, "rank " << r);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_matrix_of_the_wrong_size_is_refused) {
+  const dp::LinkMatrix m = two_levels(1, 3, {10.0, 0.0}, {1.0, 0.0});
+  std::atomic<int> refused = 0;
+  dp::run_thread_ranks(2, [&](dp::Communicator& raw) {
+    try {
+      (void)dp::emulate_links(raw, m);
+    } catch (const dp::InternalError&) {
+      ++refused;
+    }
+  });
+  BOOST_TEST(refused == 2);
 }
 
 BOOST_AUTO_TEST_CASE(an_inactive_model_adds_nothing) {

@@ -1,0 +1,82 @@
+// solve(): checks the options, runs the chosen solver over a Search record, and turns the record into a
+// Solution (the best grouping that meets the bound, its prediction, the front) or the error that says why
+// there is none.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "lib/cgp/cgp_internal.h"
+#include "lib/core/error.h"
+
+namespace dp::cgp {
+
+namespace {
+
+constexpr int kExhaustiveMostRanks = 12;
+
+void check_options(const SolveOptions& o, int ranks) {
+  if (o.solver != "aga" && o.solver != "pls" && o.solver != "exhaustive" && o.solver != "sorted")
+    throw JobError("parallel.cgp.solver", fmt::format("unknown solver '{}'", o.solver),
+                   "valid: aga, pls, exhaustive, sorted");
+  if (!(o.max_staleness >= 0) || !std::isfinite(o.max_staleness))
+    throw JobError("parallel.cgp.max_staleness", fmt::format("must be at least 0, got {}", o.max_staleness));
+  if (o.group_count < 0)
+    throw JobError("parallel.cgp.group_count", fmt::format("must be at least 0, got {}", o.group_count));
+  if (o.group_count > ranks)
+    throw JobError("parallel.cgp.group_count",
+                   fmt::format("{} groups cannot be formed from {} ranks", o.group_count, ranks),
+                   "a group holds at least one rank: lower parallel.cgp.group_count, or 0 to let the solver choose");
+  if (!(o.time_limit_s > 0) || !std::isfinite(o.time_limit_s))
+    throw JobError("parallel.cgp.solver_seconds", fmt::format("must be greater than 0, got {}", o.time_limit_s));
+  if (o.solver == "exhaustive" && ranks > kExhaustiveMostRanks)
+    throw JobError("parallel.cgp.solver",
+                   fmt::format("exhaustive scores every grouping: at most {} ranks, the cluster has {}",
+                               kExhaustiveMostRanks, ranks),
+                   "use aga (up to about 64 ranks) or pls");
+}
+
+// `smallest`: the least staleness the solver found with group_count groups (NaN: no search was needed).
+[[noreturn]] void no_grouping_meets(const SolveOptions& o, double smallest) {
+  const int g = o.group_count;
+  const bool searched = std::isfinite(smallest);
+  // The job key takes whole numbers: the least one that the grouping found would meet.
+  const double enough = searched ? std::ceil(smallest - detail::kStalenessTolerance) : double(g - 1);
+  throw JobError("parallel.cgp.max_staleness",
+                 searched ? fmt::format("no grouping into {} groups has staleness at most {:g}: the smallest {} "
+                                        "found is {:.4g}",
+                                        g, o.max_staleness, o.solver, smallest)
+                          : fmt::format("no grouping into {} groups has staleness at most {:g}: any {} groups "
+                                        "have at least {}",
+                                        g, o.max_staleness, g, g - 1),
+                 fmt::format("raise parallel.cgp.max_staleness to at least {:g}, or lower parallel.cgp.group_count "
+                             "(0: the solver chooses)",
+                             enough));
+}
+
+}  // namespace
+
+Solution solve(const Cluster& cluster, const Workload& w, const SolveOptions& o) {
+  const detail::Topology t = detail::make_topology(cluster, w);
+  check_options(o, t.n);
+  // G groups have staleness at least G - 1 (the group of the longest cycle counts each other's updates
+  // at least once per cycle): a bound below that is unmeetable without a search.
+  if (o.group_count > 0 && o.group_count - 1 > o.max_staleness + detail::kStalenessTolerance)
+    no_grouping_meets(o, std::nan(""));
+  detail::Search search(t, w, o);
+  if (o.solver == "exhaustive") detail::solve_exhaustive(search);
+  else if (o.solver == "sorted") detail::solve_sorted(search);
+  else if (o.solver == "aga") detail::solve_aga(search);
+  else detail::solve_pls(search);
+  if (!search.have_best()) no_grouping_meets(o, search.smallest_staleness());
+  Solution s;
+  s.grouping = normalized(search.best());
+  s.prediction = predict(cluster, w, s.grouping);
+  s.front = search.archive().front();
+  s.solver = o.solver;
+  s.evaluations = search.evaluations();
+  s.time_limited = search.time_limited();
+  s.seconds = search.seconds();
+  return s;
+}
+
+}  // namespace dp::cgp
