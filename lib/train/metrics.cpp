@@ -17,17 +17,30 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::write(const TrainLine& l) {
+  std::string line = fmt::format(
+      "{{\"kind\":\"train\",\"step\":{},\"epoch\":{},\"rank\":{},\"loss\":{},\"lr\":{},"
+      "\"samples_per_sec\":{:.1f},\"local_batch\":{},\"compute_ms\":{:.3f},\"wait_ms\":{:.3f},"
+      "\"comm_ms\":{:.3f},\"update_ms\":{:.3f}",
+      l.step, l.epoch, l.rank, l.loss, l.lr, l.samples_per_sec, l.times.local_batch, l.times.compute_ms,
+      l.times.wait_ms, l.times.comm_ms, l.times.update_ms);
+  if (l.group >= 0)
+    line += fmt::format(",\"group\":{},\"staleness\":{},\"held_ms\":{:.3f},\"exchange_ms\":{:.3f}", l.group,
+                        l.staleness, l.held_ms, l.exchange_ms);
+  fmt::print(file_, "{}}}\n", line);
+}
+
+void MetricsLog::write(const RegroupLine& l) {
   fmt::print(file_,
-             "{{\"kind\":\"train\",\"step\":{},\"epoch\":{},\"rank\":{},\"loss\":{},\"lr\":{},"
-             "\"samples_per_sec\":{:.1f},\"local_batch\":{},\"compute_ms\":{:.3f},\"wait_ms\":{:.3f},"
-             "\"comm_ms\":{:.3f},\"update_ms\":{:.3f}}}\n",
-             l.step, l.epoch, l.rank, l.loss, l.lr, l.samples_per_sec, l.times.local_batch,
-             l.times.compute_ms, l.times.wait_ms, l.times.comm_ms, l.times.update_ms);
+             "{{\"kind\":\"regroup\",\"step\":{},\"grouping\":\"{}\",\"reason\":\"{}\",\"adopted\":{},"
+             "\"predicted_before\":{:.1f},\"predicted_after\":{:.1f},\"cost_ms\":{:.3f}}}\n",
+             l.step, l.grouping, l.reason, l.adopted, l.predicted_before, l.predicted_after, l.cost_ms);
 }
 
 void MetricsLog::write(const EvalLine& l) {
-  fmt::print(file_, "{{\"kind\":\"eval\",\"step\":{},\"epoch\":{},\"test_loss\":{},\"test_accuracy\":{}}}\n",
-             l.step, l.epoch, l.test_loss, l.test_accuracy);
+  fmt::print(file_,
+             "{{\"kind\":\"eval\",\"step\":{},\"epoch\":{},\"test_loss\":{},\"test_accuracy\":{},"
+             "\"train_seconds\":{:.3f}}}\n",
+             l.step, l.epoch, l.test_loss, l.test_accuracy, l.train_seconds);
 }
 
 void MetricsLog::flush() { std::fflush(file_); }

@@ -24,11 +24,26 @@ struct TrainLine {
   int rank = 0;
   double loss = 0, lr = 0, samples_per_sec = 0;
   StepTimes times;
+  // Strategy "cgp" (one line per rank and exchange): the rank's group, the staleness its group's update
+  // was applied with, how long the server held the complete request (staleness bound or turn) and the
+  // rank's exchange time (request to global model in hand).
+  int group = -1;
+  double staleness = 0, held_ms = 0, exchange_ms = 0;
+};
+
+// Strategy "cgp": a regrouping decision (adopted or not) and what it cost.
+struct RegroupLine {
+  int64_t step = 0;
+  std::string grouping, reason;
+  double predicted_before = 0, predicted_after = 0;  // samples/s of the old and the new grouping
+  bool adopted = false;
+  double cost_ms = 0;  // from the pause to training again (solve, communicators, state)
 };
 
 struct EvalLine {
   int64_t step = 0, epoch = 0;
   double test_loss = 0, test_accuracy = 0;
+  double train_seconds = 0;  // training time (steps only, no pauses) of the run so far, for time to accuracy
 };
 
 class MetricsLog {
@@ -39,6 +54,7 @@ class MetricsLog {
   MetricsLog& operator=(const MetricsLog&) = delete;
   void write(const TrainLine& l);
   void write(const EvalLine& l);
+  void write(const RegroupLine& l);
   void flush();
 
  private:

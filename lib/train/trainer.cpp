@@ -1,4 +1,5 @@
-// The data-parallel training loop.
+// A training run: the device, the run directory, the progress display and metrics, evaluation and
+// checkpoints at their cadence; the steps in between belong to the job's strategy (strategy.h).
 #include "lib/train/trainer.h"
 
 #include <fmt/format.h>
@@ -10,18 +11,15 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/kernel_table.h"
-#include "lib/balance/balance.h"
-#include "lib/balance/emulate.h"
 #include "lib/comm/collective_queue.h"
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
 #include "lib/train/checkpoint.h"
-#include "lib/train/optimizer.h"
 #include "lib/train/progress.h"
-#include "lib/train/run_setup.h"
-#include "lib/train/step_update.h"
 #include "lib/train/run_dir.h"
+#include "lib/train/run_setup.h"
+#include "lib/train/strategy.h"
 #include "models/model.h"
 
 namespace dp {
@@ -31,18 +29,12 @@ using namespace train_detail;
 
 using Clock = std::chrono::steady_clock;
 
-// What each rank tells the others after every step, in one allgather: its loss sum (summed in rank
-// order), and its share and times (for I-DAT's division and for metrics.jsonl).
-struct RankRecord {
-  double loss_sum;
-  StepTimes times;
-};
-
 }  // namespace
 
 void check_run_inputs(const Job& job, const RunOptions& opts) {
   (void)choose_device(job);
-  (void)build_setup(job, opts, cpu_kernels());
+  const Setup s = build_setup(job, opts, cpu_kernels());
+  if (job.parallel.strategy == "cgp") check_cgp_job(job, *s.model);
 }
 
 RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) {
@@ -69,16 +61,14 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     if (world > 1) gpu_queue = make_nccl_queue(comm);
   }
   Setup s = build_setup(job, opts, *kernels);
-
   Model& model = *s.model;
-  StepUpdate update(job, comm, model, std::move(gpu_queue));
-  const auto optimizer = make_optimizer(job.optim, update.state_count(), *kernels);
-  Optimizer& opt = *optimizer;
+  StrategyInputs inputs{job, comm, model, s.data.train, *kernels, std::move(gpu_queue), s.steps_per_epoch,
+                        s.total_steps};
+  const std::unique_ptr<Strategy> strategy =
+      job.parallel.strategy == "cgp" ? make_cgp_strategy(std::move(inputs)) : make_data_strategy(std::move(inputs));
   int64_t step = 0;  // steps completed
   if (s.resume_from) {
-    model.params_from_host(s.resume_from->params);
-    update.load_state(opt, s.resume_from->optimizer_state);
-    opt.set_steps_taken(s.resume_from->optimizer_steps);
+    strategy->resume(*s.resume_from);
     step = s.resume_from->step;
   }
   const RunMachines machines = gather_machines(comm);
@@ -95,15 +85,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
     for (const std::string& line : machines.lines) progress->note(line);
-    const std::string links = links_text(job);
-    progress->note("gradients: " + update.describe() + (links.empty() ? "" : "; " + links));
-    progress->note(fmt::format("batch division: {}; first step's shares: {}",
-                               job.parallel.balance.mode == "idat"
-                                   ? fmt::format("I-DAT (measured speeds, every {} step(s), threshold {:g})",
-                                                 job.parallel.balance.every, job.parallel.balance.threshold)
-                                   : std::string("equal"),
-                               shares_text(Balancer(balance_options(job, world), world).shares(
-                                   std::min(job.train.global_batch, s.data.train.count)))));
+    for (const std::string& line : strategy->describe()) progress->note(line);
     if (s.data.train.context > 0)
       progress->note(fmt::format("text: {} characters of vocabulary, {} train and {} validation windows of {}; "
                                  "character-bigram entropy {:.4f} nats per character",
@@ -114,89 +96,45 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
 
   const Dataset& train_set = s.data.train;
   const int64_t terms_per_sample = model.targets_per_sample();
-  Balancer balancer(balance_options(job, world), world);
-  const bool idat = job.parallel.balance.mode == "idat";
-  SlowdownEmulator emulator(job.cluster.emulate, comm.rank(), job.job.seed);
-  BatchBuffer buffer;
-  std::vector<uint32_t> permutation;
-  int64_t permutation_epoch = -1;
-
   RunResult result;
   result.first_step = step + 1;
   double train_seconds = 0, last_loss = 0;
   int64_t trained_samples = 0;
   std::optional<EvalLine> last_eval;
   const int64_t stop = opts.stop_after >= 0 ? std::min(opts.stop_after, s.total_steps) : s.total_steps;
+  const int64_t eval_every = job.train.eval_every > 0 ? job.train.eval_every : s.steps_per_epoch;
+  const int64_t ckpt_every = job.checkpoint.every > 0 ? job.checkpoint.every : s.steps_per_epoch;
 
-  auto step_start = Clock::now();  // a step's time runs from the end of the last step (or pause)
+  // Rank 0 hears of every step: the losses, metrics.jsonl, the progress display.
+  StepSink sink;
+  sink.note = [&](const std::string& line) {
+    if (leader) progress->note(line);
+  };
+  sink.regroup = [&](const RegroupLine& line) { metrics->write(line); };
+  sink.step = [&](const StepRecord& r) {
+    train_seconds += r.seconds;
+    trained_samples += r.samples;
+    last_loss = r.loss;
+    result.losses.push_back(r.loss);
+    if (!leader) return;
+    if (r.step % job.log.every == 0 || r.step == stop)
+      for (const TrainLine& line : r.ranks) metrics->write(line);
+    progress->step(r.step, r.epoch, r.loss, double(r.samples) / r.seconds, r.seconds);
+  };
+
   while (step < stop) {
-    const int64_t epoch = step / s.steps_per_epoch, in_epoch = step % s.steps_per_epoch;
-    if (epoch != permutation_epoch) {
-      permutation = epoch_permutation(train_set.count, job.job.seed, epoch);
-      permutation_epoch = epoch;
-    }
-    const int64_t batch = step_batch_size(train_set.count, job.train.global_batch, in_epoch);
-    const std::vector<int64_t> shares = balancer.shares(batch);
-    const auto mine = rank_indices(permutation, job.train.global_batch, in_epoch, shares, comm.rank());
-
-    // Compute: gather, forward, backward (under MRA, finished buckets are already being summed and
-    // applied meanwhile). Gradients come out pre-divided by the global batch's loss terms.
-    const double lr = learning_rate(job.optim, step, s.total_steps);
-    update.begin(opt, lr);
-    const auto t0 = Clock::now();
-    const double terms = double(batch * terms_per_sample);
-    const StepStats local = model.forward_backward(gather_batch(train_set, mine, buffer), float(1.0 / terms));
-    kernels->synchronize();  // GPU work is asynchronous: time the backward, not its launch
-    // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
-    const double forward_wait_s = update.forward_wait_ms() / 1000;
-    emulator.delay(step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
-    const auto t1 = Clock::now();
-    // A rank's own time this step, what I-DAT balances: its computation and its host work since the last
-    // step (dividing the batch, the leader's logging of that step), less the forward's waits for parameters.
-    const double compute_s = std::chrono::duration<double>(t1 - step_start).count() - forward_wait_s;
-    // Sum the gradients and update (the rest of it, under MRA), then one exchange of every rank's loss,
-    // share and times; the step's time includes it.
-    const SyncTimes sync = update.finish();
-    const StepTimes times{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
-                          int64_t(mine.size())};
-    const RankRecord record{local.loss_sum, times};
-    const std::vector<RankRecord> all = world > 1 ? comm.allgather_value(record) : std::vector<RankRecord>{record};
-    double loss_sum = 0;
-    for (const RankRecord& r : all) loss_sum += r.loss_sum;
-    if (idat) {  // every rank knows every rank's compute speed, so all divide the next batch alike
-      std::vector<int64_t> batches;
-      std::vector<double> seconds;
-      for (const RankRecord& r : all) {
-        batches.push_back(r.times.local_batch);
-        seconds.push_back(r.times.compute_ms / 1000);
-      }
-      if (balancer.observe(step, batches, seconds) && leader)
-        progress->note(fmt::format("step {}: I-DAT divides the batch as {}", step + 1,
-                                   shares_text(balancer.shares(job.train.global_batch))));
-    }
-    const auto t4 = Clock::now();
-    ++step;
-
-    const double step_seconds = std::chrono::duration<double>(t4 - step_start).count();
-    step_start = t4;  // the leader's logging below belongs to the next step
-    train_seconds += step_seconds;
-    trained_samples += batch;
-    last_loss = loss_sum / terms;
-    result.losses.push_back(last_loss);
-    const bool epoch_end = step % s.steps_per_epoch == 0;
-    if (leader && (step % job.log.every == 0 || step == stop))
-      for (int r = 0; r < world; ++r)
-        metrics->write(TrainLine{step, epoch, r, last_loss, lr, double(batch) / step_seconds, all[size_t(r)].times});
-    if (leader) progress->step(step, epoch, last_loss, double(batch) / step_seconds, step_seconds);
-
-    // Pauses outside the timed steps: evaluation and checkpoints, then everyone lines up again.
-    const bool eval_due = job.train.eval_every > 0 ? step % job.train.eval_every == 0 : epoch_end;
-    const bool ckpt_due = job.checkpoint.enabled &&
-                          (job.checkpoint.every > 0 ? step % job.checkpoint.every == 0 : epoch_end);
-    const bool last = step == s.total_steps;
-    if (eval_due || ckpt_due || last) update.settle();  // every parameter final
+    // Train up to the next pause: evaluation and checkpoints happen outside the timed steps.
+    auto next = [&](int64_t every) { return (step / every + 1) * every; };
+    int64_t until = std::min(stop, next(eval_every));
+    if (job.checkpoint.enabled) until = std::min(until, next(ckpt_every));
+    strategy->train_until(step, until, sink);
+    step = until;
+    const int64_t epoch = (step - 1) / s.steps_per_epoch;
+    const bool eval_due = step % eval_every == 0, last = step == s.total_steps;
+    const bool ckpt_due = job.checkpoint.enabled && (step % ckpt_every == 0 || last);
     if (leader && (eval_due || last)) {
-      last_eval = evaluate(model, s.data.test, step, epoch);
+      last_eval = evaluate(strategy->model_to_evaluate(), s.data.test, step, epoch);
+      last_eval->train_seconds = train_seconds;
       metrics->write(*last_eval);
       progress->note(train_set.context > 0
                          ? fmt::format("step {} epoch {}: validation loss {:.4f} nats per token", step, epoch,
@@ -204,26 +142,23 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                          : fmt::format("step {} epoch {}: test loss {:.4f}, test accuracy {:.4f}", step, epoch,
                                        last_eval->test_loss, last_eval->test_accuracy));
     }
-    if (job.checkpoint.enabled && (ckpt_due || last)) {
-      std::vector<float> state = update.full_state(opt);  // collective: sharded state comes together
+    if (ckpt_due) {
+      Checkpoint ckpt = strategy->checkpoint(step);  // collective
       if (leader) {
         metrics->flush();
-        write_checkpoint(checkpoint_path(s.dir.checkpoints(), step),
-                         {model.fingerprint(), opt.name(), step, opt.steps_taken(), model.params_to_host(),
-                          std::move(state)});
+        write_checkpoint(checkpoint_path(s.dir.checkpoints(), step), ckpt);
         prune_checkpoints(s.dir.checkpoints(), job.checkpoint.keep);
       }
     }
-    if (eval_due || ckpt_due || last) {
-      comm.barrier();
-      step_start = Clock::now();  // pauses are not steps
-    }
+    comm.barrier();  // everyone lines up again after the pause
   }
 
-  update.settle();
   if (leader) {
     progress->finish();
-    if (!last_eval) last_eval = evaluate(model, s.data.test, step, step / s.steps_per_epoch);
+    if (!last_eval) {
+      last_eval = evaluate(strategy->model_to_evaluate(), s.data.test, step, step / s.steps_per_epoch);
+      last_eval->train_seconds = train_seconds;
+    }
     metrics->flush();
     Summary& sum = result.summary;
     sum.test_accuracy = last_eval->test_accuracy;

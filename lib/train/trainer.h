@@ -24,7 +24,8 @@ struct RunOptions {
 
 struct RunResult {
   Summary summary;
-  std::vector<double> losses;  // global mean training loss of each step this invocation ran
+  std::vector<double> losses;  // global mean training loss of each step this invocation ran (on rank 0;
+                               // on every rank under strategy "data")
   int64_t first_step = 1;      // step number of losses[0]
 };
 

@@ -191,6 +191,22 @@ expect_error "missing job file" 2 "no-such-job.toml|cannot read" -- "$DPTRAIN" r
 # --- Bad --set -----------------------------------------------------------------------------------------------
 expect_error "--set with a bad value" 2 "--set train.epochs=abc|train.epochs|integer" -- \
   "$DPTRAIN" run good.toml --set train.epochs=abc --out prev
+# CGP and the cluster description (strategy "cgp" checks its grouping before any rank starts).
+cgp=(--set parallel.strategy=cgp --set launch.ranks=4)
+expect_error "a staleness bound no grouping meets" 2 "parallel.cgp.max_staleness|no grouping into 3 groups|raise" -- \
+  "$DPTRAIN" run good.toml "${cgp[@]}" --set parallel.cgp.group_count=3 --set parallel.cgp.max_staleness=0 --out cgp-new
+expect_error "a zero speed" 2 "cluster.speeds[2]|greater than 0" -- \
+  "$DPTRAIN" run good.toml "${cgp[@]}" --set "cluster.speeds=[1, 1, 0, 1]" --out prev
+expect_error "a negative speed" 2 "cluster.speeds[1]|greater than 0" -- \
+  "$DPTRAIN" run good.toml "${cgp[@]}" --set "cluster.speeds=[1, -2, 1, 1]" --out prev
+expect_error "a non-finite speed" 2 "cluster.speeds[3]|finite" -- \
+  "$DPTRAIN" run good.toml "${cgp[@]}" --set "cluster.speeds=[1, 1, 1, nan]" --out prev
+expect_error "more groups than workers" 2 "parallel.cgp.group_count|5 groups cannot be formed" -- \
+  "$DPTRAIN" run good.toml "${cgp[@]}" --set parallel.cgp.group_count=5 --out prev
+expect_error "node sizes that disagree with the ranks" 2 "cluster.node_sizes|adds up to 5|launch.ranks is 4" -- \
+  "$DPTRAIN" run good.toml "${cgp[@]}" --set "cluster.node_sizes=[2, 3]" --out prev
+expect_error "a link of bandwidth 0" 2 "cluster.links.cross_gbps|greater than 0" -- \
+  "$DPTRAIN" run good.toml "${cgp[@]}" --set cluster.links.cross_gbps=0 --out prev
 # This machine (and CI) has no GPU: asking for one, or for GPU-only arithmetic, is an input error. On a
 # GPU machine these two cases are skipped.
 if ! "$DPTRAIN" --version | grep -q 'device(s)'; then

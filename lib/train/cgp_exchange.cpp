@@ -1,0 +1,270 @@
+// The parameter server of CGP (cgp_exchange.h): its thread's polling loop over every rank's requests,
+// the staleness hold and the deterministic turn, the scaled updates, the chunks of the epochs' samples,
+// and the steps' completion (losses and rank lines for the trainer).
+#include "lib/train/cgp_exchange.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lib/core/error.h"
+
+namespace dp::cgp_detail {
+
+using Clock = std::chrono::steady_clock;
+
+Slice slice_of(int64_t count, int member, int members) {
+  const int64_t base = count / members, extra = count % members;
+  return {member * base + std::min<int64_t>(member, extra), base + (member < extra ? 1 : 0)};
+}
+
+ParameterServer::ParameterServer(Communicator& comm, std::vector<float> global, const CgpSection& options,
+                                 SampleClock clock, int64_t targets_per_sample)
+    : comm_(comm), global_(std::move(global)), options_(options), clock_(clock),
+      terms_per_sample_(targets_per_sample) {
+  thread_ = std::thread([this] {
+    try {
+      serve();
+    } catch (...) {  // handed to the training thread, which rethrows it at the phase's end
+      std::lock_guard lock(mutex_);
+      failure_ = std::current_exception();
+      phase_running_ = false;
+      cv_.notify_all();
+    }
+  });
+}
+
+ParameterServer::~ParameterServer() {
+  {
+    std::lock_guard lock(mutex_);
+    shutdown_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void ParameterServer::set_global(std::span<const float> params) { global_.assign(params.begin(), params.end()); }
+
+void ParameterServer::begin_phase(const cgp::Grouping& grouping, int64_t done, int64_t until) {
+  std::lock_guard lock(mutex_);
+  grouping_ = grouping;
+  const int groups = *std::max_element(grouping.begin(), grouping.end()) + 1;
+  members_.assign(size_t(groups), {});
+  for (int r = 0; r < int(grouping.size()); ++r) members_[size_t(grouping[size_t(r)])].push_back(r);
+  read_version_.assign(size_t(groups), version_);
+  stopped_.assign(size_t(groups), false);
+  waiting_.assign(size_t(groups), true);  // every group starts with a read
+  pending_.clear();
+  turn_ = 0;
+  active_ = groups;
+  cursor_ = clock_.step_begin(done);
+  boundary_ = clock_.step_begin(until);
+  first_step_ = next_emit_ = done;
+  step_samples_.assign(size_t(until - done), 0);
+  step_loss_.assign(size_t(until - done), 0.0);
+  lines_.clear();
+  completed_.clear();
+  last_emit_ = Clock::now();
+  phase_running_ = true;
+  cv_.notify_all();
+}
+
+std::vector<StepRecord> ParameterServer::end_phase() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return !phase_running_; });
+  if (failure_) std::rethrow_exception(failure_);
+  return std::move(completed_);
+}
+
+std::vector<StepRecord> ParameterServer::take_completed() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(completed_, {});
+}
+
+// Polls every rank's request (messages of one rank arrive in order, so one receive per rank at a time).
+void ParameterServer::serve() {
+  const int ranks = comm_.size();
+  std::vector<ExchangeRequest> inbox(static_cast<size_t>(ranks));
+  std::vector<Request> posted(static_cast<size_t>(ranks));
+  auto post = [&](int r) {
+    posted[size_t(r)] = comm_.irecv(std::as_writable_bytes(std::span(&inbox[size_t(r)], 1)), r, kRequestTag);
+  };
+  for (int r = 0; r < ranks; ++r) post(r);
+  int idle = 0;
+  while (true) {
+    {
+      std::lock_guard lock(mutex_);
+      if (shutdown_) return;  // pending receives are cancelled by their destructors
+    }
+    bool progressed = false;
+    for (int r = 0; r < ranks; ++r)
+      if (posted[size_t(r)].test()) {
+        const ExchangeRequest got = inbox[size_t(r)];
+        post(r);
+        std::lock_guard lock(mutex_);
+        on_request(r, got);
+        progressed = true;
+      }
+    {
+      std::lock_guard lock(mutex_);
+      // Apply what may be applied: oldest read first (in deterministic mode only the group whose turn it is).
+      for (bool again = true; again;) {
+        again = false;
+        int best = -1;
+        for (auto& [g, p] : pending_)
+          if (p.arrived == int(members_[size_t(g)].size()) && eligible(g) &&
+              (best < 0 || read_version_[size_t(g)] < read_version_[size_t(best)]))
+            best = g;
+        if (best >= 0) {
+          process(best);
+          again = progressed = true;
+        }
+      }
+      std::erase_if(sends_, [](InFlight& s) { return s.request.test(); });
+      if (phase_running_ && active_ == 0 && sends_.empty()) {
+        phase_running_ = false;
+        cv_.notify_all();
+      }
+    }
+    idle = progressed ? 0 : idle + 1;
+    if (idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(idle > 1024 ? 200 : 20));
+  }
+}
+
+void ParameterServer::on_request(int from, const ExchangeRequest& r) {
+  if (!phase_running_ || r.group < 0 || r.group >= int(members_.size()) || r.member < 0 ||
+      r.member >= int(members_[size_t(r.group)].size()) || members_[size_t(r.group)][size_t(r.member)] != from)
+    throw RuntimeFailure("cgp server", "an exchange request from rank " + std::to_string(from) +
+                                           " does not match the grouping of the phase");
+  Pending& p = pending_[r.group];
+  if (p.requests.empty()) p.requests.resize(members_[size_t(r.group)].size());
+  p.requests[size_t(r.member)] = r;
+  if (++p.arrived == int(p.requests.size())) p.complete_at = Clock::now();
+}
+
+// A group's complete request may be applied now.
+bool ParameterServer::eligible(int group) const {
+  const int groups = int(members_.size());
+  if (options_.deterministic) return group == turn_;
+  if (pending_.at(group).requests[0].read_only) return true;
+  for (int g = 0; g < groups; ++g) {
+    if (g == group || stopped_[size_t(g)] || pending_.count(g)) continue;
+    if (version_ - read_version_[size_t(g)] >= options_.max_staleness && options_.max_staleness > 0) return false;
+  }
+  return true;
+}
+
+void ParameterServer::process(int group) {
+  Pending p = std::move(pending_.at(group));
+  pending_.erase(group);
+  const std::vector<int>& members = members_[size_t(group)];
+  const int k = int(members.size());
+  const ExchangeRequest& leader = p.requests[0];
+  const double held_ms = std::chrono::duration<double, std::milli>(Clock::now() - p.complete_at).count();
+  const int64_t staleness = leader.read_only ? 0 : version_ - leader.read_version;
+  const float scale = float(1.0 / double(1 + staleness));
+  // The update, slice by slice (each member sent its slice right after its request).
+  double loss_sum = 0;
+  if (!leader.read_only) {
+    std::vector<std::vector<float>> delta(static_cast<size_t>(k));
+    std::vector<Request> arriving(static_cast<size_t>(k));
+    for (int i = 0; i < k; ++i) {  // all slices in flight at once
+      delta[size_t(i)].resize(size_t(slice_of(int64_t(global_.size()), i, k).count));
+      arriving[size_t(i)] =
+          comm_.irecv(std::as_writable_bytes(std::span(delta[size_t(i)])), members[size_t(i)], kSliceTag);
+    }
+    for (int i = 0; i < k; ++i) {
+      arriving[size_t(i)].wait();
+      const Slice s = slice_of(int64_t(global_.size()), i, k);
+      float* g = global_.data() + s.offset;
+      for (int64_t j = 0; j < s.count; ++j) g[j] += scale * delta[size_t(i)][size_t(j)];
+      loss_sum += p.requests[size_t(i)].loss_sum;
+    }
+    ++version_;
+    account(leader, loss_sum, group, staleness, held_ms, p.requests);
+  }
+  // The group's next chunk: at most what it asked for, within the epoch and the phase.
+  ExchangeReply reply{version_, cursor_, 0, staleness, held_ms};
+  const int64_t epoch_end = (cursor_ / clock_.n + 1) * clock_.n;
+  reply.chunk_count = std::max<int64_t>(0, std::min({leader.want_samples, epoch_end - cursor_, boundary_ - cursor_}));
+  cursor_ += reply.chunk_count;
+  read_version_[size_t(group)] = version_;
+  if (reply.chunk_count == 0) {
+    stopped_[size_t(group)] = true;
+    --active_;
+  }
+  for (int i = 0; i < k; ++i) {
+    const Slice s = slice_of(int64_t(global_.size()), i, k);
+    send(members[size_t(i)], kReplyTag, std::as_bytes(std::span(&reply, 1)));
+    send(members[size_t(i)], kGlobalTag, std::as_bytes(std::span(global_).subspan(size_t(s.offset), size_t(s.count))));
+  }
+  if (options_.deterministic) advance_turn();
+}
+
+void ParameterServer::send(int to, int tag, std::span<const std::byte> bytes) {
+  InFlight& f = sends_.emplace_back();
+  f.data.assign(bytes.begin(), bytes.end());
+  f.request = comm_.isend(f.data, to, tag);
+}
+
+void ParameterServer::advance_turn() {
+  const int groups = int(members_.size());
+  for (int step = 1; step <= groups; ++step) {
+    const int g = (turn_ + step) % groups;
+    if (!stopped_[size_t(g)]) {
+      turn_ = g;
+      return;
+    }
+  }
+}
+
+// A group's update of the chunk [begin, begin + count) is in: its loss goes to the steps it overlaps, in
+// proportion; its members' lines wait for the next completed step; completed steps are emitted in order.
+void ParameterServer::account(const ExchangeRequest& leader, double loss_sum, int group, int64_t staleness,
+                              double held_ms, const std::vector<ExchangeRequest>& members) {
+  const int64_t begin = leader.chunk_begin, end = begin + leader.chunk_count;
+  for (int64_t step = clock_.step_of(begin); step < first_step_ + int64_t(step_samples_.size()); ++step) {
+    const int64_t from = std::max(begin, clock_.step_begin(step)), to = std::min(end, clock_.step_end(step));
+    if (from >= to) break;
+    const size_t at = size_t(step - first_step_);
+    step_samples_[at] += to - from;
+    step_loss_[at] += loss_sum * double(to - from) / double(leader.chunk_count);
+  }
+  for (size_t i = 0; i < members.size(); ++i) {
+    const ExchangeRequest& m = members[i];
+    TrainLine line;
+    line.rank = members_[size_t(group)][i];
+    line.group = group;
+    line.staleness = double(staleness);
+    line.lr = m.lr;
+    line.held_ms = held_ms;
+    line.exchange_ms = m.exchange_ms;
+    line.samples_per_sec = m.compute_ms > 0 ? double(m.samples) / (m.compute_ms / 1000) : 0;
+    line.loss = leader.chunk_count > 0 ? loss_sum / double(leader.chunk_count * terms_per_sample_) : 0;
+    line.times = StepTimes{m.compute_ms, held_ms, m.comm_ms, 0, m.samples};
+    lines_.push_back(line);
+  }
+  while (next_emit_ < first_step_ + int64_t(step_samples_.size())) {
+    const size_t at = size_t(next_emit_ - first_step_);
+    const int64_t size = clock_.step_end(next_emit_) - clock_.step_begin(next_emit_);
+    if (step_samples_[at] < size) break;
+    const auto now = Clock::now();
+    StepRecord r;
+    r.step = next_emit_ + 1;
+    r.epoch = next_emit_ / clock_.steps_per_epoch;
+    r.samples = size;
+    r.lr = leader.lr;
+    r.loss = step_loss_[at] / double(size * terms_per_sample_);
+    r.seconds = std::chrono::duration<double>(now - last_emit_).count();
+    last_emit_ = now;
+    for (TrainLine& l : lines_) {
+      l.step = r.step;
+      l.epoch = r.epoch;
+    }
+    r.ranks = std::move(lines_);
+    lines_.clear();
+    completed_.push_back(std::move(r));
+    ++next_emit_;
+  }
+}
+
+}  // namespace dp::cgp_detail

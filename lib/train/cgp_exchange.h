@@ -1,0 +1,145 @@
+// CGP's exchange between groups: the parameter server on rank 0 that holds the global model, and the
+// messages every rank of a group sends it. The server runs on a thread of rank 0 over a communicator of
+// its own; every rank (rank 0's training thread too) talks to it with point-to-point messages.
+//
+// An exchange of group g (all k members at once, every exchange_every local steps):
+//   member i -> server: an ExchangeRequest, then (unless read-only) its slice i of the group's update
+//                       (parameters now - parameters at the last read; slices are a contiguous 1/k each);
+//   server -> member i: an ExchangeReply (the version now read, the group's next chunk of samples), then
+//                       slice i of the global model after the update.
+// The server applies a group's update once all k requests are in: global += delta / (1 + s), where the
+// staleness s is the number of other groups' updates applied since the group's last read. A complete
+// request is held while another group still training has already seen max_staleness updates since its
+// read (one more would exceed the bound); held requests go oldest read first. In deterministic mode the
+// groups' requests are applied strictly in turn (0, 1, ..., G-1, 0, ...), which fixes every sum, staleness
+// and chunk. Chunks come from the epochs' permutations in order: every sample exactly once per epoch, a
+// faster group asking more often and so taking more; a chunk never crosses an epoch or the phase's end.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "lib/cgp/cgp.h"
+#include "lib/comm/communicator.h"
+#include "lib/train/strategy.h"
+
+namespace dp::cgp_detail {
+
+inline constexpr int kRequestTag = 900, kSliceTag = 901, kReplyTag = 902, kGlobalTag = 903;
+
+// Member -> server. Trivially copyable.
+struct ExchangeRequest {
+  int32_t group = 0, member = 0, members = 1;
+  int32_t read_only = 0;        // 1: no update (the first exchange of a phase)
+  int64_t read_version = 0;     // the version the update was computed from
+  int64_t want_samples = 0;     // samples for the group's next exchange_every local steps
+  int64_t chunk_begin = 0, chunk_count = 0;  // the chunk this update trained (global sample index)
+  double loss_sum = 0;          // this member's loss sum over it
+  double lr = 0;                // the learning rate of its last local step
+  // This member's measurements since its last exchange, for metrics.jsonl.
+  double compute_ms = 0, comm_ms = 0, exchange_ms = 0;
+  int64_t samples = 0, local_steps = 0;
+};
+
+// Server -> member.
+struct ExchangeReply {
+  int64_t version = 0;          // the global model's version the member now holds
+  int64_t chunk_begin = 0, chunk_count = 0;  // 0 samples: the phase is over for the group
+  int64_t staleness = 0;        // of the update just applied
+  double held_ms = 0;           // how long the complete request was held
+};
+
+// The contiguous slice of `count` parameters member `member` of `members` exchanges.
+struct Slice {
+  int64_t offset = 0, count = 0;
+};
+Slice slice_of(int64_t count, int member, int members);
+
+// Where the run is in its samples: global sample index i is position i % n of epoch i / n's permutation;
+// step s (0-based) covers the samples of its global batch in its epoch.
+struct SampleClock {
+  int64_t n = 0, global_batch = 0, steps_per_epoch = 0;
+  int64_t step_begin(int64_t step) const {
+    return step / steps_per_epoch * n + std::min(step % steps_per_epoch * global_batch, n);
+  }
+  int64_t step_end(int64_t step) const { return step_begin(step) + std::min(global_batch, n - step % steps_per_epoch * global_batch); }
+  int64_t step_of(int64_t sample) const { return sample / n * steps_per_epoch + sample % n / global_batch; }
+};
+
+class ParameterServer {
+ public:
+  // On rank 0: `comm` is the server's own communicator (all ranks; its other ranks only send and
+  // receive). `global` the initial global model.
+  ParameterServer(Communicator& comm, std::vector<float> global, const CgpSection& options, SampleClock clock,
+                  int64_t targets_per_sample);
+  ~ParameterServer();
+
+  // Before the ranks start a phase (main thread of rank 0, while no exchange is in flight): the grouping
+  // and the steps after `done` up to `until`.
+  void begin_phase(const cgp::Grouping& grouping, int64_t done, int64_t until);
+  // Blocks until every group has finished the phase; returns the completed steps and the rank lines.
+  std::vector<StepRecord> end_phase();
+  // Steps completed so far in this phase (for progress while it runs); moved out.
+  std::vector<StepRecord> take_completed();
+  std::span<const float> global() const { return global_; }  // between phases only
+  void set_global(std::span<const float> params);
+  int64_t version() const { return version_; }
+
+ private:
+  struct Pending {
+    std::vector<ExchangeRequest> requests;  // by member
+    int arrived = 0;
+    std::chrono::steady_clock::time_point complete_at{};
+  };
+  void serve();
+  void on_request(int from, const ExchangeRequest& r);
+  bool eligible(int group) const;
+  void process(int group);
+  void account(const ExchangeRequest& leader, double loss_sum, int group, int64_t staleness, double held_ms,
+               const std::vector<ExchangeRequest>& members);
+  void send(int to, int tag, std::span<const std::byte> bytes);
+  void advance_turn();
+
+  Communicator& comm_;
+  std::vector<float> global_;
+  CgpSection options_;
+  SampleClock clock_;
+  int64_t terms_per_sample_;
+  cgp::Grouping grouping_;
+  std::vector<std::vector<int>> members_;  // ranks of each group, in group rank order
+  std::vector<int64_t> read_version_;
+  std::vector<bool> stopped_, waiting_;
+  std::map<int, Pending> pending_;
+  int64_t version_ = 0, cursor_ = 0, boundary_ = 0;
+  int turn_ = 0;
+  int active_ = 0;  // groups not yet stopped in this phase
+  // Step completion: samples and loss per step of the phase, emitted in order.
+  int64_t first_step_ = 0, next_emit_ = 0;
+  std::vector<int64_t> step_samples_;
+  std::vector<double> step_loss_;
+  std::vector<TrainLine> lines_;  // rank lines since the last emitted record
+  std::chrono::steady_clock::time_point last_emit_{};
+  std::vector<StepRecord> completed_;
+  struct InFlight {
+    std::vector<std::byte> data;
+    Request request;
+  };
+  std::vector<InFlight> sends_;  // replies in flight
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool phase_running_ = false, shutdown_ = false;
+  std::exception_ptr failure_;  // what ended the server thread
+  std::thread thread_;
+};
+
+}  // namespace dp::cgp_detail

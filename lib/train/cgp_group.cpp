@@ -1,0 +1,150 @@
+// A rank's CGP group (cgp_group.h): building it, its exchanges with the parameter server (send the
+// update slice, receive the global slice, all-gather the slices inside the group) and its local steps.
+#include "lib/train/cgp_group.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "lib/train/run_setup.h"
+
+namespace dp::cgp_detail {
+
+using namespace train_detail;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+}  // namespace
+
+GroupReplica::GroupReplica(const StrategyInputs& in, Communicator& server, const cgp::Grouping& grouping,
+                           const std::vector<double>& speeds, SampleClock clock, SlowdownEmulator& emulator)
+    : in_(in), server_(server), clock_(clock), emulator_(emulator), group_(grouping[size_t(in.comm.rank())]) {
+  comm_ = in_.comm.split(group_, in_.comm.rank());
+  update_ = std::make_unique<StepUpdate>(in_.job, *comm_, in_.model, nullptr);
+  optimizer_ = make_optimizer(in_.job.optim, update_->state_count(), in_.kernels);
+  BalanceOptions o = balance_options(in_.job, comm_->size());
+  o.initial_speeds.clear();
+  if (o.mode == "idat")
+    for (int r = 0; r < in_.comm.size(); ++r)
+      if (grouping[size_t(r)] == group_) o.initial_speeds.push_back(speeds[size_t(r)]);
+  balancer_ = std::make_unique<Balancer>(o, comm_->size());
+  group_batch_ =
+      std::max<int64_t>(1, std::llround(double(in_.job.train.global_batch) * comm_->size() / in_.comm.size()));
+}
+
+ExchangeReply GroupReplica::exchange(bool read_only, int64_t chunk_begin, int64_t chunk_count, double loss_sum) {
+  update_->settle();
+  const auto t0 = Clock::now();
+  const int k = comm_->size(), member = comm_->rank();
+  const std::span<float> params = in_.model.params();
+  const Slice s = slice_of(int64_t(params.size()), member, k);
+  ExchangeRequest req;
+  req.group = group_;
+  req.member = member;
+  req.members = k;
+  req.read_only = read_only;
+  req.read_version = version_;
+  req.want_samples = group_batch_ * in_.job.parallel.cgp.exchange_every;
+  req.chunk_begin = chunk_begin;
+  req.chunk_count = chunk_count;
+  req.loss_sum = loss_sum;
+  req.lr = last_lr_;
+  req.compute_ms = stats_compute_ms_;
+  req.comm_ms = stats_comm_ms_;
+  req.exchange_ms = last_exchange_ms_;
+  req.samples = stats_samples_;
+  req.local_steps = stats_steps_;
+  stats_compute_ms_ = stats_comm_ms_ = 0;
+  stats_samples_ = stats_steps_ = 0;
+  std::vector<float> delta;
+  Communicator& server = server_;
+  Request sent_req = server.isend(std::as_bytes(std::span(&req, 1)), 0, kRequestTag), sent_delta;
+  if (!read_only) {
+    delta.resize(size_t(s.count));
+    for (int64_t j = 0; j < s.count; ++j) delta[size_t(j)] = params[size_t(s.offset + j)] - read_slice_[size_t(j)];
+    sent_delta = server.isend(std::as_bytes(std::span(delta)), 0, kSliceTag);
+  }
+  ExchangeReply reply;
+  read_slice_.resize(size_t(s.count));
+  Request got_reply = server.irecv(std::as_writable_bytes(std::span(&reply, 1)), 0, kReplyTag);
+  Request got_slice = server.irecv(std::as_writable_bytes(std::span(read_slice_)), 0, kGlobalTag);
+  sent_req.wait();
+  sent_delta.wait();
+  got_reply.wait();
+  got_slice.wait();
+  version_ = reply.version;
+  // The group's replicas become the global model: every member's slice to every member.
+  if (k == 1) {
+    in_.model.params_from_host(read_slice_);
+  } else {
+    const Slice widest = slice_of(int64_t(params.size()), 0, k);
+    std::vector<float> mine(size_t(widest.count), 0.0f), all(size_t(widest.count * k));
+    std::copy(read_slice_.begin(), read_slice_.end(), mine.begin());
+    comm_->allgather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)));
+    std::vector<float> full(params.size());
+    for (int i = 0; i < k; ++i) {
+      const Slice si = slice_of(int64_t(params.size()), i, k);
+      std::copy_n(all.begin() + i * widest.count, si.count, full.begin() + si.offset);
+    }
+    in_.model.params_from_host(full);
+  }
+  last_exchange_ms_ = ms_since(t0);
+  return reply;
+}
+
+double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::function<void()>& between_steps) {
+  const Job& job = in_.job;
+  const int64_t epoch = begin / clock_.n, tps = in_.model.targets_per_sample();
+  if (epoch != permutation_epoch_) {
+    permutation_ = epoch_permutation(clock_.n, job.job.seed, epoch);
+    permutation_epoch_ = epoch;
+  }
+  Communicator& group = *comm_;
+  double loss = 0;
+  auto step_start = Clock::now();
+  for (int64_t at = begin; at < begin + count; at += group_batch_) {
+    const int64_t batch = std::min(group_batch_, begin + count - at), global_step = clock_.step_of(at);
+    const std::vector<int64_t> shares = balancer_->shares(batch);
+    int64_t offset = at % clock_.n;
+    for (int r = 0; r < group.rank(); ++r) offset += shares[size_t(r)];
+    const std::span<const uint32_t> mine(permutation_.data() + offset, size_t(shares[size_t(group.rank())]));
+    const double lr = learning_rate(job.optim, global_step, in_.total_steps);
+    update_->begin(*optimizer_, lr);
+    last_lr_ = lr;
+    const auto t0 = Clock::now();
+    const StepStats local =
+        in_.model.forward_backward(gather_batch(in_.train_set, mine, buffer_), float(1.0 / double(batch * tps)));
+    const double forward_wait_s = update_->forward_wait_ms() / 1000;
+    emulator_.delay(global_step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
+    const double compute_s = std::chrono::duration<double>(Clock::now() - step_start).count() - forward_wait_s;
+    const SyncTimes sync = update_->finish();
+    loss += local.loss_sum;
+    const StepTimes times{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
+                          int64_t(mine.size())};
+    if (group.size() > 1) {
+      const std::vector<StepTimes> all = group.allgather_value(times);
+      if (job.parallel.balance.mode == "idat") {
+        std::vector<int64_t> batches;
+        std::vector<double> seconds;
+        for (const StepTimes& t : all) {
+          batches.push_back(t.local_batch);
+          seconds.push_back(t.compute_ms / 1000);
+        }
+        balancer_->observe(local_steps_, batches, seconds);
+      }
+    }
+    ++local_steps_;
+    stats_compute_ms_ += times.compute_ms;
+    stats_comm_ms_ += times.comm_ms;
+    stats_samples_ += times.local_batch;
+    ++stats_steps_;
+    measured_samples_ += double(times.local_batch);
+    measured_seconds_ += compute_s;
+    step_start = Clock::now();
+    if (between_steps) between_steps();
+  }
+  return loss;
+}
+
+}  // namespace dp::cgp_detail

@@ -1,0 +1,66 @@
+// One rank's place in its CGP group (cgp_strategy.cpp): the group's sub-communicator, its synchronous
+// update (MRA and I-DAT exactly as strategy "data"), its optimizer, the local steps over a chunk of the
+// epoch, and the exchanges with the parameter server (cgp_exchange.h). Rebuilt at every regrouping.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/balance/balance.h"
+#include "lib/balance/emulate.h"
+#include "lib/cgp/cgp.h"
+#include "lib/train/cgp_exchange.h"
+#include "lib/train/optimizer.h"
+#include "lib/train/step_update.h"
+#include "lib/train/strategy.h"
+
+namespace dp::cgp_detail {
+
+class GroupReplica {
+ public:
+  // `speeds`: every rank's measured samples/s (I-DAT's first division inside the group).
+  GroupReplica(const StrategyInputs& in, Communicator& server, const cgp::Grouping& grouping,
+               const std::vector<double>& speeds, SampleClock clock, SlowdownEmulator& emulator);
+
+  // One exchange with the server: the update since the last read (none when read_only), the chunk it
+  // trained and this rank's loss over it; returns the next chunk. The replica then holds the global model.
+  ExchangeReply exchange(bool read_only, int64_t chunk_begin, int64_t chunk_count, double loss_sum);
+  // The local steps of a chunk (`between_steps` after each); returns this rank's loss sum over it.
+  double train_chunk(int64_t begin, int64_t count, const std::function<void()>& between_steps);
+  // Samples per second of compute since the replica was built (`fallback` when nothing was measured).
+  double measured_speed(double fallback) const {
+    return measured_seconds_ > 0 ? measured_samples_ / measured_seconds_ : fallback;
+  }
+
+  void reset_measurements() { measured_samples_ = measured_seconds_ = 0; }
+
+  Communicator& comm() { return *comm_; }
+  StepUpdate& update() { return *update_; }
+  Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  const StrategyInputs& in_;
+  Communicator& server_;
+  SampleClock clock_;
+  SlowdownEmulator& emulator_;
+  int group_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<StepUpdate> update_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Balancer> balancer_;
+  int64_t group_batch_ = 1, local_steps_ = 0, version_ = 0;
+  double last_lr_ = 0;
+  std::vector<float> read_slice_;  // this rank's slice of the global model at its last read
+  BatchBuffer buffer_;
+  std::vector<uint32_t> permutation_;
+  int64_t permutation_epoch_ = -1;
+  // Measurements: since the last exchange (for metrics) and since the replica was built (regrouping).
+  double stats_compute_ms_ = 0, stats_comm_ms_ = 0, last_exchange_ms_ = 0;
+  int64_t stats_samples_ = 0, stats_steps_ = 0;
+  double measured_samples_ = 0, measured_seconds_ = 0;
+};
+
+}  // namespace dp::cgp_detail

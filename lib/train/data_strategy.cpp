@@ -1,0 +1,152 @@
+// Strategy "data": synchronous data parallelism over all ranks. Each epoch one global permutation from the
+// seed; each step's global batch divided among the ranks (equally or by I-DAT), gradients summed across
+// ranks (plain, ring or MRA) and the same update applied everywhere.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "lib/balance/balance.h"
+#include "lib/balance/emulate.h"
+#include "lib/train/optimizer.h"
+#include "lib/train/run_setup.h"
+#include "lib/train/step_update.h"
+#include "lib/train/strategy.h"
+
+namespace dp {
+namespace {
+
+using namespace train_detail;
+using Clock = std::chrono::steady_clock;
+
+// What each rank tells the others after every step, in one allgather: its loss sum (summed in rank
+// order), and its share and times (for I-DAT's division and for metrics.jsonl).
+struct RankRecord {
+  double loss_sum;
+  StepTimes times;
+};
+
+class DataStrategy final : public Strategy {
+ public:
+  explicit DataStrategy(StrategyInputs in)
+      : in_(std::move(in)),
+        update_(in_.job, in_.comm, in_.model, std::move(in_.gpu_queue)),
+        optimizer_(make_optimizer(in_.job.optim, update_.state_count(), in_.kernels)),
+        balancer_(balance_options(in_.job, in_.comm.size()), in_.comm.size()),
+        emulator_(in_.job, in_.comm.rank()) {}
+
+  std::vector<std::string> describe() const override {
+    const Job& job = in_.job;
+    const std::string links = links_text(job);
+    return {"gradients: " + update_.describe() + (links.empty() ? "" : "; " + links),
+            fmt::format("batch division: {}; first step's shares: {}",
+                        job.parallel.balance.mode == "idat"
+                            ? fmt::format("I-DAT (measured speeds, every {} step(s), threshold {:g})",
+                                          job.parallel.balance.every, job.parallel.balance.threshold)
+                            : std::string("equal"),
+                        shares_text(Balancer(balance_options(job, in_.comm.size()), in_.comm.size())
+                                        .shares(std::min(job.train.global_batch, in_.train_set.count))))};
+  }
+
+  void resume(const Checkpoint& from) override {
+    in_.model.params_from_host(from.params);
+    // A checkpoint of strategy "cgp" holds every group's state: continue from the first group's.
+    const size_t groups = from.groups.empty() ? 1 : size_t(*std::max_element(from.groups.begin(), from.groups.end()) + 1);
+    update_.load_state(*optimizer_, std::span(from.optimizer_state).first(from.optimizer_state.size() / groups));
+    optimizer_->set_steps_taken(from.optimizer_steps);
+  }
+
+  void train_until(int64_t done, int64_t until, const StepSink& sink) override {
+    const Job& job = in_.job;
+    Communicator& comm = in_.comm;
+    const int world = comm.size();
+    const bool idat = job.parallel.balance.mode == "idat";
+    const int64_t terms_per_sample = in_.model.targets_per_sample();
+    auto step_start = Clock::now();  // a step's time runs from the end of the last step (or pause)
+    for (int64_t step = done; step < until; ++step) {
+      const int64_t epoch = step / in_.steps_per_epoch, in_epoch = step % in_.steps_per_epoch;
+      if (epoch != permutation_epoch_) {
+        permutation_ = epoch_permutation(in_.train_set.count, job.job.seed, epoch);
+        permutation_epoch_ = epoch;
+      }
+      const int64_t batch = step_batch_size(in_.train_set.count, job.train.global_batch, in_epoch);
+      const std::vector<int64_t> shares = balancer_.shares(batch);
+      const auto mine = rank_indices(permutation_, job.train.global_batch, in_epoch, shares, comm.rank());
+
+      // Compute: gather, forward, backward (under MRA, finished buckets are already being summed and
+      // applied meanwhile). Gradients come out pre-divided by the global batch's loss terms.
+      const double lr = learning_rate(job.optim, step, in_.total_steps);
+      update_.begin(*optimizer_, lr);
+      const auto t0 = Clock::now();
+      const double terms = double(batch * terms_per_sample);
+      const StepStats local =
+          in_.model.forward_backward(gather_batch(in_.train_set, mine, buffer_), float(1.0 / terms));
+      in_.kernels.synchronize();  // GPU work is asynchronous: time the backward, not its launch
+      // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
+      const double forward_wait_s = update_.forward_wait_ms() / 1000;
+      emulator_.delay(step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
+      const auto t1 = Clock::now();
+      // A rank's own time this step, what I-DAT balances: its computation and its host work since the last
+      // step (dividing the batch, the leader's logging of that step), less the forward's waits.
+      const double compute_s = std::chrono::duration<double>(t1 - step_start).count() - forward_wait_s;
+      // Sum the gradients and update (the rest of it, under MRA), then one exchange of every rank's loss,
+      // share and times; the step's time includes it.
+      const SyncTimes sync = update_.finish();
+      const StepTimes times{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
+                            int64_t(mine.size())};
+      const RankRecord record{local.loss_sum, times};
+      const std::vector<RankRecord> all =
+          world > 1 ? comm.allgather_value(record) : std::vector<RankRecord>{record};
+      double loss_sum = 0;
+      for (const RankRecord& r : all) loss_sum += r.loss_sum;
+      if (idat) {  // every rank knows every rank's compute speed, so all divide the next batch alike
+        std::vector<int64_t> batches;
+        std::vector<double> seconds;
+        for (const RankRecord& r : all) {
+          batches.push_back(r.times.local_batch);
+          seconds.push_back(r.times.compute_ms / 1000);
+        }
+        if (balancer_.observe(step, batches, seconds) && comm.rank() == 0)
+          sink.note(fmt::format("step {}: I-DAT divides the batch as {}", step + 1,
+                                shares_text(balancer_.shares(job.train.global_batch))));
+      }
+      const auto t4 = Clock::now();
+      StepRecord rec{step + 1, epoch, loss_sum / terms, lr, batch,
+                     std::chrono::duration<double>(t4 - step_start).count(), {}};
+      step_start = t4;  // the leader's logging below belongs to the next step
+      if (comm.rank() == 0)
+        for (int r = 0; r < world; ++r)
+          rec.ranks.push_back(TrainLine{rec.step, epoch, r, rec.loss, lr, double(batch) / rec.seconds,
+                                        all[size_t(r)].times});
+      sink.step(rec);
+    }
+    update_.settle();  // every parameter final
+  }
+
+  Model& model_to_evaluate() override { return in_.model; }
+
+  Checkpoint checkpoint(int64_t step) override {
+    std::vector<float> state = update_.full_state(*optimizer_);  // collective: sharded state comes together
+    if (in_.comm.rank() != 0) return {};
+    return {in_.model.fingerprint(), optimizer_->name(), step, optimizer_->steps_taken(),
+            in_.model.params_to_host(), std::move(state)};
+  }
+
+ private:
+  StrategyInputs in_;
+  StepUpdate update_;
+  std::unique_ptr<Optimizer> optimizer_;
+  Balancer balancer_;
+  SlowdownEmulator emulator_;
+  BatchBuffer buffer_;
+  std::vector<uint32_t> permutation_;
+  int64_t permutation_epoch_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_data_strategy(StrategyInputs in) {
+  return std::make_unique<DataStrategy>(std::move(in));
+}
+
+}  // namespace dp

@@ -1,0 +1,76 @@
+// How a run trains, behind one small interface. The trainer (trainer.cpp) keeps the run directory, the
+// progress display, metrics.jsonl, and the evaluation and checkpoint cadence; it asks the strategy to train
+// up to the next pause (an evaluation, a checkpoint, the end) and the strategy owns every step until then:
+// "data" (data_strategy.cpp: one synchronous loop over all ranks) and "cgp" (lib/train/cgp_strategy.cpp:
+// groups synchronous inside, asynchronous between).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_table.h"
+#include "lib/comm/collective_queue.h"
+#include "lib/comm/communicator.h"
+#include "lib/data/dataset.h"
+#include "lib/job/job.h"
+#include "lib/train/checkpoint.h"
+#include "lib/train/metrics.h"
+#include "models/model.h"
+
+namespace dp {
+
+// One completed step of the run, as rank 0 logs it.
+struct StepRecord {
+  int64_t step = 0, epoch = 0;   // step: 1-based, counted in global batches of the job
+  double loss = 0, lr = 0;       // mean training loss of the step's samples
+  int64_t samples = 0;           // samples the step trained (all ranks)
+  double seconds = 0;            // the step's wall time
+  std::vector<TrainLine> ranks;  // every rank's metrics.jsonl line (step, epoch, loss filled in)
+};
+
+// The trainer hears of every completed step (on rank 0; "data" tells every rank) and of notes for the
+// log (rank 0) through this.
+struct StepSink {
+  std::function<void(const StepRecord&)> step;
+  std::function<void(const std::string&)> note;
+  std::function<void(const RegroupLine&)> regroup;  // "cgp": a regrouping decision
+};
+
+// What the strategy trains: the model (already built on the run's kernels) and its dataset.
+struct StrategyInputs {
+  const Job& job;
+  Communicator& comm;
+  Model& model;
+  const Dataset& train_set;
+  const Kernels& kernels;
+  std::unique_ptr<CollectiveQueue> gpu_queue;  // GPU ranks' NCCL queue, or null
+  int64_t steps_per_epoch = 0, total_steps = 0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // Lines for the start of the log (rank 0 prints them).
+  virtual std::vector<std::string> describe() const = 0;
+  // Continues from a checkpoint (all ranks, after construction).
+  virtual void resume(const Checkpoint& from) = 0;
+  // Trains the steps after `done` up to `until` (1-based, inclusive). Collective: every rank returns after
+  // step `until`, with the parameters final (settled) and `model_to_evaluate()` up to date on rank 0.
+  virtual void train_until(int64_t done, int64_t until, const StepSink& sink) = 0;
+  // Rank 0: the model whose parameters are the run's (evaluation, the final summary).
+  virtual Model& model_to_evaluate() = 0;
+  // Collective: the checkpoint of the run after step `step` (complete on rank 0).
+  virtual Checkpoint checkpoint(int64_t step) = 0;
+};
+
+// Strategy "cgp", before ranks start: the job's fixed grouping or the solver's answer on the described
+// cluster must exist (a staleness bound no grouping meets, more groups than ranks). Throws JobError.
+void check_cgp_job(const Job& job, const Model& model);
+
+std::unique_ptr<Strategy> make_data_strategy(StrategyInputs in);
+std::unique_ptr<Strategy> make_cgp_strategy(StrategyInputs in);
+
+}  // namespace dp

@@ -1,0 +1,151 @@
+// Strategy "cgp" under mpirun with 2 and 4 ranks: one group is data parallelism (the same losses as
+// "data" within float rounding); the deterministic mode reproduces a multi-group run bit for bit and a
+// resumed one continues exactly; every epoch's samples are all trained; groups learn.
+#define BOOST_TEST_MODULE mpi_cgp
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "lib/comm/communicator.h"
+#include "lib/train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct MpiFixture {
+  MpiFixture() : runtime(&boost::unit_test::framework::master_test_suite().argc,
+                         &boost::unit_test::framework::master_test_suite().argv) {}
+  dp::MpiRuntime runtime;
+};
+BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);
+
+// 1000 samples in steps of 64: the last step of an epoch has 40, so chunks end at epoch boundaries.
+const char* kJob = R"(
+[job]
+name = "cgp"
+seed = 11
+[model]
+hidden = [32, 16]
+[data]
+dataset = "synthetic"
+train_samples = 1000
+test_samples = 200
+features = 12
+classes = 5
+[optim]
+name = "adamw"
+lr = 0.01
+schedule = "cosine"
+warmup_steps = 5
+[train]
+epochs = 3
+global_batch = 64
+threads = 1
+[parallel]
+strategy = "cgp"
+[checkpoint]
+every = 10
+keep = 10
+[log]
+every = 1
+progress = "none"
+)";
+
+std::string shared_scratch(dp::Communicator& comm, const std::string& tag) {
+  int64_t pid = ::getpid();
+  comm.broadcast(std::as_writable_bytes(std::span(&pid, 1)), 0);
+  return (fs::temp_directory_path() / ("dptrain-cgp-test-" + std::to_string(pid) + "-" + tag)).string();
+}
+
+dp::RunResult run(dp::Communicator& comm, const std::string& out, const std::vector<std::string>& overrides,
+                  bool resume = false, int64_t stop = -1) {
+  dp::RunOptions o;
+  o.out_dir = out;
+  o.force = !resume;
+  o.resume = resume;
+  o.stop_after = stop;
+  std::vector<std::string> all = overrides;
+  all.push_back("launch.ranks=" + std::to_string(comm.size()));
+  return dp::train(dp::parse_job(kJob, "cgp-job", all), comm, o);
+}
+
+// "[0, 0, 1, 1]": two groups of consecutive ranks (one group of one rank each on 2 ranks).
+std::string two_groups(int world) {
+  std::string g = "parallel.cgp.groups=[";
+  for (int r = 0; r < world; ++r) g += (r ? ", " : "") + std::to_string(r * 2 / world);
+  return g + "]";
+}
+
+std::string one_group(int world) {
+  std::string g = "parallel.cgp.groups=[";
+  for (int r = 0; r < world; ++r) g += r ? ", 0" : "0";
+  return g + "]";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_group_is_data_parallelism) {
+  auto world = dp::mpi_world();
+  const std::string dir = shared_scratch(*world, "one");
+  const auto data = run(*world, dir + "/data", {"parallel.strategy=data"});
+  const auto cgp = run(*world, dir + "/cgp", {one_group(world->size())});
+  if (world->rank() == 0) {
+    BOOST_REQUIRE(cgp.losses.size() == data.losses.size());
+    double worst = 0;
+    for (size_t i = 0; i < data.losses.size(); ++i)
+      worst = std::max(worst, std::abs(cgp.losses[i] - data.losses[i]) / data.losses[i]);
+    BOOST_TEST_MESSAGE("one group against data: max relative loss difference " << worst);
+    BOOST_TEST(worst < 1e-5);  // the global model's update adds and subtracts: float rounding only
+    BOOST_TEST(std::abs(cgp.summary.test_loss - data.summary.test_loss) < 1e-4 * data.summary.test_loss);
+  }
+  world->barrier();
+  if (world->rank() == 0) fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(deterministic_groups_reproduce_and_resume_exactly) {
+  auto world = dp::mpi_world();
+  const std::string dir = shared_scratch(*world, "det");
+  const std::vector<std::string> det = {two_groups(world->size()), "parallel.cgp.deterministic=true"};
+  const auto a = run(*world, dir + "/a", det), b = run(*world, dir + "/b", det);
+  run(*world, dir + "/cut", det, false, 25);
+  const auto resumed = run(*world, dir + "/cut", det, true);
+  if (world->rank() == 0) {
+    BOOST_TEST(a.losses.size() == size_t(3 * 16));  // every step of every epoch completed
+    BOOST_TEST(a.losses == b.losses);
+    BOOST_TEST(a.summary.test_loss == b.summary.test_loss);
+    BOOST_TEST(a.losses.back() < 0.6 * a.losses.front());  // and it learned
+    BOOST_TEST(resumed.first_step == 21);
+    const std::vector<double> tail(a.losses.begin() + 20, a.losses.end());
+    BOOST_TEST(resumed.losses == tail);
+    BOOST_TEST(resumed.summary.test_loss == a.summary.test_loss);
+    // metrics.jsonl: one line per rank and exchange, with its group and staleness.
+    std::ifstream metrics(dir + "/a/metrics.jsonl");
+    int group_lines = 0;
+    for (std::string line; std::getline(metrics, line);) group_lines += line.find("\"group\":1") != std::string::npos;
+    BOOST_TEST(group_lines > 0);
+  }
+  world->barrier();
+  if (world->rank() == 0) fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(asynchronous_groups_learn_and_regroup) {
+  auto world = dp::mpi_world();
+  const std::string dir = shared_scratch(*world, "async");
+  const auto r = run(*world, dir + "/async",
+                     {"parallel.cgp.solver=exhaustive", "parallel.cgp.regroup_every=8", "parallel.cgp.max_staleness=3"});
+  if (world->rank() == 0) {
+    BOOST_TEST(r.losses.size() == size_t(3 * 16));
+    BOOST_TEST(r.summary.test_accuracy > 0.5);
+    std::ifstream metrics(dir + "/async/metrics.jsonl");
+    int decisions = 0;
+    for (std::string line; std::getline(metrics, line);) decisions += line.find("\"kind\":\"regroup\"") != std::string::npos;
+    BOOST_TEST(decisions == 5);  // at steps 8, 16, 24, 32, 40
+  }
+  world->barrier();
+  if (world->rank() == 0) fs::remove_all(dir);
+}
