@@ -13,17 +13,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "lib/balance/balance.h"
-#include "lib/balance/emulate.h"
 #include "lib/cgp/cgp.h"
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
 #include "lib/train/cgp_exchange.h"
 #include "lib/train/cgp_group.h"
-#include "lib/train/optimizer.h"
 #include "lib/train/run_setup.h"
 #include "lib/train/speed_probe.h"
-#include "lib/train/step_update.h"
 #include "lib/train/strategy.h"
 
 namespace dp {
