@@ -261,6 +261,7 @@ void ParameterServer::account(const ExchangeRequest& leader, double loss_sum, in
       l.epoch = r.epoch;
     }
     r.ranks = std::move(lines_);
+    r.log_always = true;
     lines_.clear();
     completed_.push_back(std::move(r));
     ++next_emit_;

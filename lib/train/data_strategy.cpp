@@ -129,7 +129,7 @@ class DataStrategy final : public Strategy {
     std::vector<float> state = update_.full_state(*optimizer_);  // collective: sharded state comes together
     if (in_.comm.rank() != 0) return {};
     return {in_.model.fingerprint(), optimizer_->name(), step, optimizer_->steps_taken(),
-            in_.model.params_to_host(), std::move(state)};
+            in_.model.params_to_host(), std::move(state), {}};
   }
 
  private:

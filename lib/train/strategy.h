@@ -29,6 +29,7 @@ struct StepRecord {
   int64_t samples = 0;           // samples the step trained (all ranks)
   double seconds = 0;            // the step's wall time
   std::vector<TrainLine> ranks;  // every rank's metrics.jsonl line (step, epoch, loss filled in)
+  bool log_always = false;       // write `ranks` whatever [log] every says ("cgp": a line per exchange)
 };
 
 // The trainer hears of every completed step (on rank 0; "data" tells every rank) and of notes for the

@@ -117,7 +117,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     last_loss = r.loss;
     result.losses.push_back(r.loss);
     if (!leader) return;
-    if (r.step % job.log.every == 0 || r.step == stop)
+    if (r.step % job.log.every == 0 || r.step == stop || r.log_always)
       for (const TrainLine& line : r.ranks) metrics->write(line);
     progress->step(r.step, r.epoch, r.loss, double(r.samples) / r.seconds, r.seconds);
   };

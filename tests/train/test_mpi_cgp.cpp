@@ -123,11 +123,17 @@ BOOST_AUTO_TEST_CASE(deterministic_groups_reproduce_and_resume_exactly) {
     const std::vector<double> tail(a.losses.begin() + 20, a.losses.end());
     BOOST_TEST(resumed.losses == tail);
     BOOST_TEST(resumed.summary.test_loss == a.summary.test_loss);
-    // metrics.jsonl: one line per rank and exchange, with its group and staleness.
+    // metrics.jsonl: one line per rank and exchange, with its group and staleness; the lines' samples
+    // add up to every sample of every epoch, once (the chunks are disjoint ranges of the permutations).
     std::ifstream metrics(dir + "/a/metrics.jsonl");
     int group_lines = 0;
-    for (std::string line; std::getline(metrics, line);) group_lines += line.find("\"group\":1") != std::string::npos;
+    int64_t samples = 0;
+    for (std::string line; std::getline(metrics, line);) {
+      group_lines += line.find("\"group\":1") != std::string::npos;
+      if (const auto at = line.find("\"local_batch\":"); at != std::string::npos) samples += std::stoll(line.substr(at + 14));
+    }
     BOOST_TEST(group_lines > 0);
+    BOOST_TEST(samples == 3 * 1000);
   }
   world->barrier();
   if (world->rank() == 0) fs::remove_all(dir);
