@@ -13,10 +13,6 @@ namespace dp::cgp_detail {
 using namespace train_detail;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-}  // namespace
-
 GroupReplica::GroupReplica(const StrategyInputs& in, Communicator& server, const cgp::Grouping& grouping,
                            const std::vector<double>& speeds, SampleClock clock, SlowdownEmulator& emulator)
     : in_(in), server_(server), clock_(clock), emulator_(emulator), group_(grouping[size_t(in.comm.rank())]) {
@@ -110,29 +106,14 @@ double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::functi
     for (int r = 0; r < group.rank(); ++r) offset += shares[size_t(r)];
     const std::span<const uint32_t> mine(permutation_.data() + offset, size_t(shares[size_t(group.rank())]));
     const double lr = learning_rate(job.optim, global_step, in_.total_steps);
-    update_->begin(*optimizer_, lr);
     last_lr_ = lr;
-    const auto t0 = Clock::now();
-    const StepStats local =
-        in_.model.forward_backward(gather_batch(in_.train_set, mine, buffer_), float(1.0 / double(batch * tps)));
-    const double forward_wait_s = update_->forward_wait_ms() / 1000;
-    emulator_.delay(global_step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
-    const double compute_s = std::chrono::duration<double>(Clock::now() - step_start).count() - forward_wait_s;
-    const SyncTimes sync = update_->finish();
-    loss += local.loss_sum;
-    const StepTimes times{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
-                          int64_t(mine.size())};
+    const RankStep step = timed_step(*update_, *optimizer_, lr, in_.model, in_.train_set, mine, buffer_,
+                                     float(1.0 / double(batch * tps)), emulator_, global_step, step_start);
+    loss += step.stats.loss_sum;
+    const StepTimes& times = step.times;
     if (group.size() > 1) {
       const std::vector<StepTimes> all = group.allgather_value(times);
-      if (job.parallel.balance.mode == "idat") {
-        std::vector<int64_t> batches;
-        std::vector<double> seconds;
-        for (const StepTimes& t : all) {
-          batches.push_back(t.local_batch);
-          seconds.push_back(t.compute_ms / 1000);
-        }
-        balancer_->observe(local_steps_, batches, seconds);
-      }
+      if (job.parallel.balance.mode == "idat") observe_step(*balancer_, local_steps_, all);
     }
     ++local_steps_;
     stats_compute_ms_ += times.compute_ms;
@@ -140,7 +121,7 @@ double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::functi
     stats_samples_ += times.local_batch;
     ++stats_steps_;
     measured_samples_ += double(times.local_batch);
-    measured_seconds_ += compute_s;
+    measured_seconds_ += times.compute_ms / 1000;
     step_start = Clock::now();
     if (between_steps) between_steps();
   }

@@ -3,6 +3,7 @@
 // epoch, and the exchanges with the parameter server (cgp_exchange.h). Rebuilt at every regrouping.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,6 +19,10 @@
 #include "lib/train/strategy.h"
 
 namespace dp::cgp_detail {
+
+inline double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 class GroupReplica {
  public:

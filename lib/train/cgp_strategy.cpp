@@ -29,8 +29,6 @@ using namespace train_detail;
 using namespace cgp_detail;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
 // Rank 0's decision, sent to every rank: a grouping, or the error that prevented one.
 struct Decision {
   int32_t ok = 1, adopted = 0;
@@ -105,8 +103,7 @@ class CgpStrategy final : public Strategy {
     // Each group continues from the saved state of its first rank's group then.
     const int me = in_.comm.rank();
     const int first = int(std::find(grouping_.begin(), grouping_.end(), grouping_[size_t(me)]) - grouping_.begin());
-    const size_t saved = grouped ? size_t(group_count_of(from.groups)) : 1;
-    const size_t per_group = from.optimizer_state.size() / saved;
+    const size_t per_group = from.optimizer_state.size() / from.state_count();
     const size_t at = grouped ? size_t(from.groups[size_t(first)]) * per_group : 0;
     group_->update().load_state(group_->optimizer(), std::span(from.optimizer_state).subspan(at, per_group));
     group_->optimizer().set_steps_taken(from.optimizer_steps);

@@ -3,6 +3,7 @@
 // rename), so a crash never leaves a half-written checkpoint under a final name.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +19,9 @@ struct Checkpoint {
   std::vector<float> params;
   std::vector<float> optimizer_state;  // strategy "cgp": every group's whole state, in group order
   std::vector<int> groups;             // strategy "cgp": the group of every rank; empty otherwise
+
+  // Optimizer states held: one per group under "cgp", else one.
+  size_t state_count() const { return groups.empty() ? 1 : size_t(*std::max_element(groups.begin(), groups.end()) + 1); }
 };
 
 // Writes `ckpt` to `path` atomically. Throws RuntimeFailure on I/O errors.

@@ -51,8 +51,8 @@ class DataStrategy final : public Strategy {
   void resume(const Checkpoint& from) override {
     in_.model.params_from_host(from.params);
     // A checkpoint of strategy "cgp" holds every group's state: continue from the first group's.
-    const size_t groups = from.groups.empty() ? 1 : size_t(*std::max_element(from.groups.begin(), from.groups.end()) + 1);
-    update_.load_state(*optimizer_, std::span(from.optimizer_state).first(from.optimizer_state.size() / groups));
+    update_.load_state(*optimizer_,
+                       std::span(from.optimizer_state).first(from.optimizer_state.size() / from.state_count()));
     optimizer_->set_steps_taken(from.optimizer_steps);
   }
 
@@ -73,43 +73,26 @@ class DataStrategy final : public Strategy {
       const std::vector<int64_t> shares = balancer_.shares(batch);
       const auto mine = rank_indices(permutation_, job.train.global_batch, in_epoch, shares, comm.rank());
 
-      // Compute: gather, forward, backward (under MRA, finished buckets are already being summed and
-      // applied meanwhile). Gradients come out pre-divided by the global batch's loss terms.
+      // Gradients come out pre-divided by the global batch's loss terms. The rank's time, what I-DAT
+      // balances, includes its host work since the last step (dividing the batch, the leader's logging).
       const double lr = learning_rate(job.optim, step, in_.total_steps);
-      update_.begin(*optimizer_, lr);
-      const auto t0 = Clock::now();
       const double terms = double(batch * terms_per_sample);
-      const StepStats local =
-          in_.model.forward_backward(gather_batch(in_.train_set, mine, buffer_), float(1.0 / terms));
-      in_.kernels.synchronize();  // GPU work is asynchronous: time the backward, not its launch
-      // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
-      const double forward_wait_s = update_.forward_wait_ms() / 1000;
-      emulator_.delay(step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
-      const auto t1 = Clock::now();
-      // A rank's own time this step, what I-DAT balances: its computation and its host work since the last
-      // step (dividing the batch, the leader's logging of that step), less the forward's waits.
-      const double compute_s = std::chrono::duration<double>(t1 - step_start).count() - forward_wait_s;
-      // Sum the gradients and update (the rest of it, under MRA), then one exchange of every rank's loss,
-      // share and times; the step's time includes it.
-      const SyncTimes sync = update_.finish();
-      const StepTimes times{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
-                            int64_t(mine.size())};
-      const RankRecord record{local.loss_sum, times};
+      const RankStep mine_step = timed_step(update_, *optimizer_, lr, in_.model, in_.train_set, mine, buffer_,
+                                            float(1.0 / terms), emulator_, step, step_start);
+      // One exchange of every rank's loss, share and times; the step's time includes it.
+      const RankRecord record{mine_step.stats.loss_sum, mine_step.times};
       const std::vector<RankRecord> all =
           world > 1 ? comm.allgather_value(record) : std::vector<RankRecord>{record};
       double loss_sum = 0;
-      for (const RankRecord& r : all) loss_sum += r.loss_sum;
-      if (idat) {  // every rank knows every rank's compute speed, so all divide the next batch alike
-        std::vector<int64_t> batches;
-        std::vector<double> seconds;
-        for (const RankRecord& r : all) {
-          batches.push_back(r.times.local_batch);
-          seconds.push_back(r.times.compute_ms / 1000);
-        }
-        if (balancer_.observe(step, batches, seconds) && comm.rank() == 0)
-          sink.note(fmt::format("step {}: I-DAT divides the batch as {}", step + 1,
-                                shares_text(balancer_.shares(job.train.global_batch))));
+      std::vector<StepTimes> times;
+      for (const RankRecord& r : all) {
+        loss_sum += r.loss_sum;
+        times.push_back(r.times);
       }
+      // Every rank knows every rank's compute speed, so all divide the next batch alike.
+      if (idat && observe_step(balancer_, step, times) && comm.rank() == 0)
+        sink.note(fmt::format("step {}: I-DAT divides the batch as {}", step + 1,
+                              shares_text(balancer_.shares(job.train.global_batch))));
       const auto t4 = Clock::now();
       StepRecord rec{step + 1, epoch, loss_sum / terms, lr, batch,
                      std::chrono::duration<double>(t4 - step_start).count(), {}};

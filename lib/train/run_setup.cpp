@@ -45,9 +45,8 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
                                                "the job's model is {})", c.params.size(), s.model->describe()),
                             "resume with the job that wrote it, or start a new run with --out");
     // Strategy "cgp" keeps every group's state, one after another.
-    const size_t states = c.groups.empty() ? 1 : size_t(*std::max_element(c.groups.begin(), c.groups.end()) + 1);
     if (c.optimizer != optimizer->name() ||
-        c.optimizer_state.size() != states * size_t(optimizer->slots()) * s.model->params().size())
+        c.optimizer_state.size() != c.state_count() * size_t(optimizer->slots()) * s.model->params().size())
       throw CheckpointError(*path, fmt::format("checkpoint holds '{}' optimizer state; the job uses '{}'",
                                                c.optimizer, optimizer->name()),
                             "set [optim] name to the optimizer of the checkpointed run");

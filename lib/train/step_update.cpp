@@ -90,4 +90,35 @@ void StepUpdate::load_state(Optimizer& opt, std::span<const float> full) {
     opt.state_from_host(full);
 }
 
+RankStep timed_step(StepUpdate& update, Optimizer& opt, double lr, Model& model, const Dataset& data,
+                    std::span<const uint32_t> indices, BatchBuffer& buffer, float grad_scale,
+                    SlowdownEmulator& emulator, int64_t emulated_step, Clock::time_point step_start) {
+  // Compute: gather, forward, backward (under MRA, finished buckets are already being summed and applied
+  // meanwhile).
+  update.begin(opt, lr);
+  const auto t0 = Clock::now();
+  RankStep r;
+  r.stats = model.forward_backward(gather_batch(data, indices, buffer), grad_scale);
+  model.kernels().synchronize();  // GPU work is asynchronous: time the backward, not its launch
+  // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
+  const double forward_wait_s = update.forward_wait_ms() / 1000;
+  emulator.delay(emulated_step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
+  const double compute_s = std::chrono::duration<double>(Clock::now() - step_start).count() - forward_wait_s;
+  // Sum the gradients and update (the rest of it, under MRA).
+  const SyncTimes sync = update.finish();
+  r.times = StepTimes{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
+                      int64_t(indices.size())};
+  return r;
+}
+
+bool observe_step(Balancer& balancer, int64_t step, std::span<const StepTimes> ranks) {
+  std::vector<int64_t> batches;
+  std::vector<double> seconds;
+  for (const StepTimes& t : ranks) {
+    batches.push_back(t.local_batch);
+    seconds.push_back(t.compute_ms / 1000);
+  }
+  return balancer.observe(step, batches, seconds);
+}
+
 }  // namespace dp

@@ -4,15 +4,20 @@
 // forward/backward), then finish (after).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "lib/balance/balance.h"
+#include "lib/balance/emulate.h"
 #include "lib/comm/communicator.h"
 #include "lib/comm/collective_queue.h"
 #include "lib/job/job.h"
 #include "lib/mra/mra.h"
+#include "lib/data/dataset.h"
+#include "lib/train/metrics.h"
 #include "lib/train/optimizer.h"
 #include "models/model.h"
 
@@ -52,5 +57,20 @@ class StepUpdate {
 };
 
 GradSyncOptions grad_sync_options(const CommSection& comm);
+
+// One rank's part of a synchronous step, timed as I-DAT balances it: the update begun with `lr`, forward
+// and backward of the samples `indices` (gradients scaled by `grad_scale`), the emulated slowdown of step
+// `emulated_step`, then the rest of the update. compute_ms runs from `step_start` (the end of the rank's
+// previous step, so its host work in between counts) and leaves out the forward's waits for parameters.
+struct RankStep {
+  StepStats stats;
+  StepTimes times;
+};
+RankStep timed_step(StepUpdate& update, Optimizer& opt, double lr, Model& model, const Dataset& data,
+                    std::span<const uint32_t> indices, BatchBuffer& buffer, float grad_scale,
+                    SlowdownEmulator& emulator, int64_t emulated_step,
+                    std::chrono::steady_clock::time_point step_start);
+// I-DAT's view of a step: every rank's local batch and compute time. Returns whether the division changed.
+bool observe_step(Balancer& balancer, int64_t step, std::span<const StepTimes> ranks);
 
 }  // namespace dp

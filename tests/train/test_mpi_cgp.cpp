@@ -4,25 +4,21 @@
 #define BOOST_TEST_MODULE mpi_cgp
 #include <boost/test/unit_test.hpp>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "lib/comm/communicator.h"
 #include "lib/train/trainer.h"
+#include "train/mpi_training.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct MpiFixture {
-  MpiFixture() : runtime(&boost::unit_test::framework::master_test_suite().argc,
-                         &boost::unit_test::framework::master_test_suite().argv) {}
-  dp::MpiRuntime runtime;
-};
+using mpi_training::MpiFixture;
 BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);
+using mpi_training::shared_scratch;
 
 // 1000 samples in steps of 64: the last step of an epoch has 40, so chunks end at epoch boundaries.
 const char* kJob = R"(
@@ -56,12 +52,6 @@ every = 1
 progress = "none"
 )";
 
-std::string shared_scratch(dp::Communicator& comm, const std::string& tag) {
-  int64_t pid = ::getpid();
-  comm.broadcast(std::as_writable_bytes(std::span(&pid, 1)), 0);
-  return (fs::temp_directory_path() / ("dptrain-cgp-test-" + std::to_string(pid) + "-" + tag)).string();
-}
-
 dp::RunResult run(dp::Communicator& comm, const std::string& out, const std::vector<std::string>& overrides,
                   bool resume = false, int64_t stop = -1) {
   dp::RunOptions o;
@@ -91,7 +81,7 @@ std::string one_group(int world) {
 
 BOOST_AUTO_TEST_CASE(one_group_is_data_parallelism) {
   auto world = dp::mpi_world();
-  const std::string dir = shared_scratch(*world, "one");
+  const std::string dir = shared_scratch(*world, "cgp-one");
   const auto data = run(*world, dir + "/data", {"parallel.strategy=data"});
   const auto cgp = run(*world, dir + "/cgp", {one_group(world->size())});
   if (world->rank() == 0) {
@@ -109,7 +99,7 @@ BOOST_AUTO_TEST_CASE(one_group_is_data_parallelism) {
 
 BOOST_AUTO_TEST_CASE(deterministic_groups_reproduce_and_resume_exactly) {
   auto world = dp::mpi_world();
-  const std::string dir = shared_scratch(*world, "det");
+  const std::string dir = shared_scratch(*world, "cgp-det");
   const std::vector<std::string> det = {two_groups(world->size()), "parallel.cgp.deterministic=true"};
   const auto a = run(*world, dir + "/a", det), b = run(*world, dir + "/b", det);
   run(*world, dir + "/cut", det, false, 25);
@@ -141,7 +131,7 @@ BOOST_AUTO_TEST_CASE(deterministic_groups_reproduce_and_resume_exactly) {
 
 BOOST_AUTO_TEST_CASE(asynchronous_groups_learn_and_regroup) {
   auto world = dp::mpi_world();
-  const std::string dir = shared_scratch(*world, "async");
+  const std::string dir = shared_scratch(*world, "cgp-async");
   const auto r = run(*world, dir + "/async",
                      {"parallel.cgp.solver=exhaustive", "parallel.cgp.regroup_every=8", "parallel.cgp.max_staleness=3"});
   if (world->rank() == 0) {

@@ -3,24 +3,20 @@
 #define BOOST_TEST_MODULE mpi_data_parallel
 #include <boost/test/unit_test.hpp>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 
 #include "lib/comm/communicator.h"
 #include "lib/train/trainer.h"
+#include "train/mpi_training.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct MpiFixture {
-  MpiFixture() : runtime(&boost::unit_test::framework::master_test_suite().argc,
-                         &boost::unit_test::framework::master_test_suite().argv) {}
-  dp::MpiRuntime runtime;
-};
+using mpi_training::MpiFixture;
 BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);
+using mpi_training::shared_scratch;
 
 // Global batch 64 over 1000 samples: the last step of each epoch has 40 samples, so with 3+ ranks the
 // shares are uneven and change within the epoch.
@@ -52,13 +48,6 @@ keep = 10
 every = 1
 progress = "none"
 )";
-
-// A scratch directory shared by all ranks of `comm` (rank 0 picks the name).
-std::string shared_scratch(dp::Communicator& comm, const std::string& tag) {
-  int64_t pid = ::getpid();
-  comm.broadcast(std::as_writable_bytes(std::span(&pid, 1)), 0);
-  return (fs::temp_directory_path() / ("dptrain-test-" + std::to_string(pid) + "-" + tag)).string();
-}
 
 dp::RunResult run(dp::Communicator& comm, const std::string& out, bool resume = false, int64_t stop = -1,
                   const std::vector<std::string>& overrides = {}) {
