@@ -67,6 +67,7 @@ Plan make_plan(const PlanCommand& cmd, const Job& job) {
   }
   w.balanced = job.parallel.balance.mode == "idat";
   w.exchange_every = job.parallel.cgp.exchange_every;
+  w.hold_staleness = double(job.parallel.cgp.max_staleness);
   w.server_rank = 0;
   return p;
 }
@@ -127,14 +128,15 @@ std::string grouping_summary(const cgp::Prediction& p) {
 }
 
 void print_groups(const std::string& title, const cgp::Prediction& p, const Cluster& c) {
-  std::printf("%s\n  %5s  %-24s %-22s %7s %10s %12s %9s %11s %9s %11s %9s\n", title.c_str(), "group", "ranks",
-              "speeds", "batch", "compute ms", "allreduce ms", "step ms", "exchange ms", "cycle ms", "samples/s",
-              "staleness");
+  std::printf("%s\n  %5s  %-24s %-22s %7s %10s %12s %9s %11s %9s %9s %9s %11s %9s\n", title.c_str(), "group",
+              "ranks", "speeds", "batch", "compute ms", "allreduce ms", "step ms", "exchange ms", "gather ms",
+              "held ms", "cycle ms", "samples/s", "staleness");
   for (size_t i = 0; i < p.groups.size(); ++i) {
     const cgp::GroupPrediction& g = p.groups[i];
-    std::printf("  %5zu  %-24s %-22s %7lld %10.3f %12.3f %9.3f %11.3f %9.3f %11.1f %9.3f\n", i,
+    std::printf("  %5zu  %-24s %-22s %7lld %10.3f %12.3f %9.3f %11.3f %9.3f %9.3f %9.3f %11.1f %9.3f\n", i,
                 ranks_text(g.members).c_str(), speeds_text(g, c).c_str(), (long long)g.batch, g.compute_s * 1e3,
-                g.allreduce_s * 1e3, g.step_s * 1e3, g.exchange_s * 1e3, g.cycle_s * 1e3, g.samples_per_s, g.staleness);
+                g.allreduce_s * 1e3, g.step_s * 1e3, g.exchange_s * 1e3, g.gather_s * 1e3, g.held_s * 1e3,
+                g.cycle_s * 1e3, g.samples_per_s, g.staleness);
   }
 }
 
@@ -230,10 +232,11 @@ std::string prediction_json(const cgp::Prediction& p) {
   std::string groups;
   for (const cgp::GroupPrediction& g : p.groups)
     groups += fmt::format("{}{{\"members\":{},\"batch\":{},\"speed_sum\":{:.9g},\"compute_s\":{:.9g},"
-                          "\"allreduce_s\":{:.9g},\"step_s\":{:.9g},\"exchange_s\":{:.9g},\"cycle_s\":{:.9g},"
-                          "\"samples_per_s\":{:.9g},\"staleness\":{:.9g}}}",
+                          "\"allreduce_s\":{:.9g},\"step_s\":{:.9g},\"exchange_s\":{:.9g},\"gather_s\":{:.9g},"
+                          "\"held_s\":{:.9g},\"cycle_s\":{:.9g},\"samples_per_s\":{:.9g},\"staleness\":{:.9g}}}",
                           groups.empty() ? "" : ",", ints(g.members), g.batch, g.speed_sum, g.compute_s,
-                          g.allreduce_s, g.step_s, g.exchange_s, g.cycle_s, g.samples_per_s, g.staleness);
+                          g.allreduce_s, g.step_s, g.exchange_s, g.gather_s, g.held_s, g.cycle_s, g.samples_per_s,
+                          g.staleness);
   return fmt::format("{{\"samples_per_s\":{:.9g},\"max_staleness\":{:.9g},\"server_load\":{:.9g},\"groups\":[{}]}}",
                      p.samples_per_s, p.max_staleness, p.server_load, groups);
 }

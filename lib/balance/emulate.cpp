@@ -6,6 +6,8 @@
 #include <cmath>
 #include <thread>
 
+#include <time.h>
+
 #include "lib/cluster/cluster.h"
 #include "lib/core/rng.h"
 
@@ -48,9 +50,27 @@ double SlowdownEmulator::factor(int64_t step) {
   return std::max(1.0, f);
 }
 
-void SlowdownEmulator::delay(int64_t step, double compute_seconds) {
+namespace {
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double thread_cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+}  // namespace
+
+ComputeTimer::ComputeTimer(bool thread_cpu)
+    : thread_cpu_(thread_cpu), wall0_(wall_now()), cpu0_(thread_cpu ? thread_cpu_now() : 0) {}
+double ComputeTimer::wall_seconds() const { return wall_now() - wall0_; }
+double ComputeTimer::cpu_seconds() const { return thread_cpu_ ? thread_cpu_now() - cpu0_ : -1; }
+
+void SlowdownEmulator::delay(int64_t step, double wall_seconds, double cpu_seconds) {
   if (!active()) return;
-  std::this_thread::sleep_for(std::chrono::duration<double>((factor(step) - 1.0) * compute_seconds));
+  const double compute = cpu_seconds >= 0 ? cpu_seconds : wall_seconds;
+  const double rest = factor(step) * compute - wall_seconds;
+  if (rest > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest));
 }
 
 }  // namespace dp

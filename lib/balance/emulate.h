@@ -1,7 +1,10 @@
 // Emulated heterogeneity ([cluster.emulate]): the compute-time factor of a rank at a step, from persistent
 // per-rank slowdowns, a window in which one rank is slower, a seeded random walk and, with as_described,
-// the rank's speed in [cluster] (fastest speed / its speed). The trainer sleeps (factor - 1) x the rank's
-// measured compute time, so an emulated slow rank takes no CPU from the others.
+// the rank's speed in [cluster] (fastest speed / its speed). After a step's compute the trainer sleeps
+// until the step has taken factor x its compute time, so an emulated slow rank takes no CPU from the
+// others. The compute time is the computing thread's CPU time where that is the whole of it (one compute
+// thread on the CPU): time the thread spent descheduled, because ranks share the cores here, is then not
+// multiplied into the emulated machine's time; elsewhere (GPUs, a pool of BLAS threads) the wall time.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +12,19 @@
 #include "lib/job/job.h"
 
 namespace dp {
+
+// The wall and (where it stands for the compute) CPU time of a compute interval, for delay().
+class ComputeTimer {
+ public:
+  // `thread_cpu`: the compute runs on this thread alone (one compute thread on the CPU).
+  explicit ComputeTimer(bool thread_cpu);
+  double wall_seconds() const;
+  double cpu_seconds() const;  // < 0 when not thread_cpu
+
+ private:
+  bool thread_cpu_;
+  double wall0_, cpu0_;
+};
 
 class SlowdownEmulator {
  public:
@@ -21,9 +37,10 @@ class SlowdownEmulator {
   // The factor (>= 1) of 0-based step `step`. Steps must be asked in increasing order (the random walk
   // advances; asking for an earlier step replays it from the start).
   double factor(int64_t step);
-  // After a step's compute that took `compute_seconds`: sleeps (factor(step) - 1) times that, so the rank
-  // is as slow as emulated while leaving its core to others. No-op when nothing is emulated.
-  void delay(int64_t step, double compute_seconds);
+  // After a step's compute that took `wall_seconds`, of which the computing thread ran `cpu_seconds`
+  // (< 0: unknown, use the wall time): sleeps until the compute has taken factor(step) x cpu_seconds, so
+  // the rank is as slow as emulated while leaving its core to others. No-op when nothing is emulated.
+  void delay(int64_t step, double wall_seconds, double cpu_seconds = -1);
 
  private:
   EmulateSection spec_;

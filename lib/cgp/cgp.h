@@ -33,6 +33,10 @@ struct Workload {
                                 //   false: equal shares (the slowest member decides)
   int64_t exchange_every = 1;   // local steps of a group between two exchanges with the global model
   int server_rank = 0;          // the rank holding the global model
+  double compute_cv = 0;        // jitter: a rank's step compute time varies with this coefficient of
+                                //   variation; a synchronous step waits for the slowest of its members
+  double hold_staleness = 0;    // the runtime's bound: a group's update waits rather than land when
+                                //   another group would see more than this many updates (0: never waits)
 };
 
 struct GroupPrediction {
@@ -43,7 +47,9 @@ struct GroupPrediction {
   double allreduce_s = 0;     // ring allreduce of the update over the group's slowest link (0: one rank)
   double step_s = 0;          // compute_s + allreduce_s
   double exchange_s = 0;      // push the update, pull the global model (with the server's contention)
-  double cycle_s = 0;         // exchange_every * step_s + exchange_s
+  double gather_s = 0;        // the members all-gather their slices of the global model
+  double held_s = 0;          // waiting for the staleness bound (hold_staleness), per cycle
+  double cycle_s = 0;         // exchange_every * step_s + exchange_s + gather_s + held_s
   double samples_per_s = 0;   // exchange_every * batch / cycle_s
   double staleness = 0;       // other groups' updates landing between this group's read and its write
 };
@@ -85,6 +91,7 @@ struct Solution {
 };
 
 // CGPP: the grouping of the highest predicted samples_per_s with max_staleness <= o.max_staleness (and
+// the runtime's hold modelled at that bound: w.hold_staleness is replaced by o.max_staleness) (and
 // exactly o.group_count groups when > 0), by solver o.solver. Throws JobError for an unknown solver, a
 // group count above the ranks, exhaustive on more than 12 ranks, a bound no grouping meets (the message
 // gives the smallest staleness found), and the errors of predict.

@@ -36,17 +36,22 @@ Topology make_topology(const Cluster& c, const Workload& w);
 struct GroupTerms {
   int64_t batch = 0;
   double compute = 0, allreduce = 0, step = 0;
-  double exchange = 0;  // uncontended push + pull
+  double exchange = 0;  // uncontended push + pull: the time the exchange holds the server's interface
+  double gather = 0;    // the all-gather of the global model's slices inside the group, after it
 };
 // What the whole grouping adds up to, and each group's share of it.
 struct Score {
   double samples_per_s = 0, max_staleness = 0, server_load = 0;
 };
 struct GroupTimes {
-  double exchange = 0, cycle = 0, samples_per_s = 0, staleness = 0;
+  double exchange = 0, held = 0, cycle = 0, samples_per_s = 0, staleness = 0;
 };
-// Contention, cycles, throughput and staleness of the groups with `terms` (one group: no exchange).
-Score combine(const std::vector<GroupTerms>& terms, int64_t exchange_every, std::vector<GroupTimes>* times = nullptr);
+// Contention, holds, cycles, throughput and staleness of the groups with `terms` under workload `w`
+// (one group: no exchange).
+Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vector<GroupTimes>* times = nullptr);
+// The expected maximum of k independent standard normal variables (0 for k = 1): how much longer than
+// its average member a synchronous step of k jittery members takes, in standard deviations.
+double expected_max_of_normals(int k);
 
 // A grouping under construction or change, with per-group aggregates (size, speed sum, slowest member,
 // which nodes and racks the members span and where they sit relative to the server) so that adding,

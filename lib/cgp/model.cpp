@@ -1,5 +1,5 @@
 // CGP's performance model: the checks of its inputs, how the groups' times combine into throughput and
-// staleness (with the server's contention), predict(), and the grouping helpers. The per-group terms
+// staleness (with the server's contention and the runtime's hold), predict(), and the grouping helpers. The per-group terms
 // (compute, allreduce, exchange) live with the aggregates they are computed from, in state.cpp.
 #include <fmt/format.h>
 
@@ -109,40 +109,101 @@ Topology make_topology(const Cluster& c, const Workload& w) {
   return t;
 }
 
-Score combine(const std::vector<GroupTerms>& terms, int64_t exchange_every, std::vector<GroupTimes>* times) {
-  const double every = double(exchange_every);
+namespace {
+// Blom's approximation, Phi^-1((k - 0.375) / (k + 0.25)), within 0.02 of the exact value beyond 16.
+double blom(int k) {
+  const double p = (k - 0.375) / (k + 0.25);
+  double lo = 0, hi = 40;
+  for (int it = 0; it < 80; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+}  // namespace
+
+double expected_max_of_normals(int k) {
+  // k = 1..16: the exact values (tabulated integrals); beyond, Blom's approximation (cached).
+  static constexpr double kExact[17] = {0,      0,      0.5642, 0.8463, 1.0294, 1.1630, 1.2672, 1.3522, 1.4236,
+                                        1.4850, 1.5388, 1.5864, 1.6292, 1.6680, 1.7034, 1.7359, 1.7660};
+  if (k <= 16) return kExact[std::max(0, k)];
+  constexpr int kCached = 4096;
+  static const std::vector<double> cached = [] {
+    std::vector<double> v(kCached + 1);
+    for (int i = 17; i <= kCached; ++i) v[size_t(i)] = blom(i);
+    return v;
+  }();
+  return k <= kCached ? cached[size_t(k)] : blom(k);
+}
+
+namespace {
+
+// The runtime's hold (cgp_exchange.h): an update waits while another group has already seen `bound`
+// updates since its read. In the steady state every group g sees at most `bound` updates of the others
+// in its cycle c_g: c_g * sum_{h != g} r_h <= bound, where r_h <= 1 / c_h is group h's rate of updates.
+// The held groups are the fast ones, served in turn: r_h = min(1 / c_h, theta), with the largest theta
+// that meets every group's bound (each side grows with theta: bisection). Returns the rates.
+std::vector<double> held_rates(const std::vector<double>& cycle, double bound) {
+  const size_t groups = cycle.size();
+  std::vector<double> rate(groups);
+  auto fill = [&](double theta) {
+    double total = 0;
+    for (size_t g = 0; g < groups; ++g) total += rate[g] = std::min(1 / cycle[g], theta);
+    for (size_t g = 0; g < groups; ++g)
+      if (cycle[g] * (total - rate[g]) > bound * (1 + 1e-12)) return false;
+    return true;
+  };
+  double hi = 0;
+  for (double c : cycle) hi = std::max(hi, 1 / c);
+  if (fill(hi) || bound <= 0) {
+    if (bound <= 0) fill(hi);  // no bound: nobody waits
+    return rate;
+  }
+  double lo = 0;
+  for (int it = 0; it < 60; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (fill(mid) ? lo : hi) = mid;
+  }
+  fill(lo);
+  return rate;
+}
+
+}  // namespace
+
+Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vector<GroupTimes>* times) {
+  const double every = double(w.exchange_every);
   const size_t groups = terms.size();
   Score s;
   if (times) times->assign(groups, GroupTimes{});
   if (groups == 1) {  // plain data parallelism: no exchange, nothing stale
     const double cycle = every * terms[0].step;
     s.samples_per_s = every * double(terms[0].batch) / cycle;
-    if (times) (*times)[0] = GroupTimes{0, cycle, s.samples_per_s, 0};
+    if (times) (*times)[0] = GroupTimes{0, 0, cycle, s.samples_per_s, 0};
     return s;
   }
   // The server's offered load: the share of its time each group's exchanges take, uncontended.
-  thread_local std::vector<double> busy, exchange;
+  thread_local std::vector<double> busy, exchange, cycle;
   busy.resize(groups);
   exchange.resize(groups);
+  cycle.resize(groups);
   for (size_t g = 0; g < groups; ++g) {
-    busy[g] = every * terms[g].step;
+    busy[g] = every * terms[g].step + terms[g].gather;
     exchange[g] = terms[g].exchange;
     s.server_load += exchange[g] / (busy[g] + exchange[g]);
   }
   const double stretch = s.server_load > 1 ? saturation_factor(busy, exchange) : 1.0;
-  double inverse_cycles = 0, longest = 0;
+  for (size_t g = 0; g < groups; ++g) cycle[g] = busy[g] + stretch * exchange[g];
+  const std::vector<double> rate = held_rates(cycle, w.hold_staleness);
+  double total_rate = 0;
+  for (double r : rate) total_rate += r;
+  // Group g sees the others' updates of its cycle: c_g * sum_{h != g} r_h (unheld: c_g / c_h each).
   for (size_t g = 0; g < groups; ++g) {
-    const double cycle = busy[g] + stretch * exchange[g];
-    const double rate = every * double(terms[g].batch) / cycle;
-    s.samples_per_s += rate;
-    inverse_cycles += 1 / cycle;
-    longest = std::max(longest, cycle);
-    if (times) (*times)[g] = GroupTimes{stretch * exchange[g], cycle, rate, 0};
+    const double samples = every * double(terms[g].batch) * rate[g];
+    const double staleness = cycle[g] * (total_rate - rate[g]);
+    s.samples_per_s += samples;
+    s.max_staleness = std::max(s.max_staleness, staleness);
+    if (times) (*times)[g] = GroupTimes{stretch * exchange[g], std::max(0.0, 1 / rate[g] - cycle[g]), 1 / rate[g], samples, staleness};
   }
-  // Group g sees sum_{h != g} cycle_g / cycle_h updates of the others between its read and its write.
-  s.max_staleness = longest * inverse_cycles - 1;
-  if (times)
-    for (GroupTimes& gt : *times) gt.staleness = gt.cycle * inverse_cycles - 1;
   return s;
 }
 
@@ -176,6 +237,8 @@ Prediction predict(const Cluster& cluster, const Workload& w, const Grouping& g)
     gp.allreduce_s = gt.allreduce;
     gp.step_s = gt.step;
     gp.exchange_s = times[i].exchange;
+    gp.gather_s = times.size() > 1 ? gt.gather : 0;
+    gp.held_s = times[i].held;
     gp.cycle_s = times[i].cycle;
     gp.samples_per_s = times[i].samples_per_s;
     gp.staleness = times[i].staleness;

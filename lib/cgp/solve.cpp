@@ -55,11 +55,14 @@ void check_options(const SolveOptions& o, int ranks) {
 
 }  // namespace
 
-Solution solve(const Cluster& cluster, const Workload& w, const SolveOptions& o) {
+Solution solve(const Cluster& cluster, const Workload& workload, const SolveOptions& o) {
+  Workload w = workload;  // the runtime holds updates at the bound the grouping is chosen for
+  w.hold_staleness = o.max_staleness;
   const detail::Topology t = detail::make_topology(cluster, w);
   check_options(o, t.n);
   // G groups have staleness at least G - 1 (the group of the longest cycle counts each other's updates
-  // at least once per cycle): a bound below that is unmeetable without a search.
+  // at least once per cycle): a bound below that is unmeetable without a search (holding the updates
+  // would keep to it only by running the groups in lockstep).
   if (o.group_count > 0 && o.group_count - 1 > o.max_staleness + detail::kStalenessTolerance)
     no_grouping_meets(o, std::nan(""));
   detail::Search search(t, w, o);

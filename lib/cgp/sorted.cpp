@@ -47,7 +47,7 @@ std::vector<Grouping> solve_sorted(Search& s) {
       for (int j = i + 1; j <= n; ++j) {
         run.add(order[size_t(j) - 1], 0);
         const GroupTerms& gt = run.terms(0);
-        const double rate = every * double(gt.batch) / (every * gt.step + gt.exchange);
+        const double rate = every * double(gt.batch) / (every * gt.step + gt.gather + gt.exchange);
         for (int g = std::min(layers - 1, i); g >= 0; --g) {
           if (best[size_t(g)][size_t(i)] == none) continue;
           const double total = best[size_t(g)][size_t(i)] + rate;

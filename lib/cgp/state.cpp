@@ -1,6 +1,7 @@
 // GroupingState: per-group aggregates kept up to date as ranks join and leave groups, and each group's
-// terms of the model computed from them: the local batch, compute time (I-DAT or equal shares), ring
-// allreduce over the slowest link between members, and the uncontended exchange with the server.
+// terms of the model computed from them: the local batch, compute time (I-DAT or equal shares, with
+// jitter), ring allreduce over the slowest link between members, the uncontended exchange with the
+// server and the all-gather after it.
 #include <algorithm>
 #include <cmath>
 
@@ -125,8 +126,18 @@ void GroupingState::compute_terms(Group& g) {
   GroupTerms& out = g.cached;
   out.batch = std::max<int64_t>(1, std::llround(double(w.global_batch) * k / t_.n));
   const double b = double(out.batch);
-  out.compute = w.balanced ? b * w.sample_seconds / g.speed_sum
-                           : std::ceil(b / k) * w.sample_seconds / g.min_speed;
+  if (w.balanced) {  // I-DAT: every member's share takes the same time on average
+    out.compute = b * w.sample_seconds / g.speed_sum * (1 + w.compute_cv * expected_max_of_normals(k));
+  } else {           // equal shares: the slowest member decides, or one of those its jitter reaches
+    const double slowest = std::ceil(b / k) * w.sample_seconds / g.min_speed;
+    int contenders = 1;
+    if (w.compute_cv > 0 && k > 1) {
+      contenders = 0;
+      const double reach = g.min_speed / std::max(1e-9, 1 - 2 * w.compute_cv);
+      for (int m : g.members) contenders += t_.speed[size_t(m)] <= reach ? 1 : 0;
+    }
+    out.compute = slowest * (1 + w.compute_cv * expected_max_of_normals(contenders));
+  }
   // Ring allreduce: 2(k-1) messages of 1/k of the update over the slowest link between members.
   double bw = std::numeric_limits<double>::infinity(), lat = 0;
   if (k > 1) {
@@ -150,26 +161,40 @@ void GroupingState::compute_terms(Group& g) {
       for (int lv = 0; lv < 3; ++lv)
         if (uses[lv]) bw = std::min(bw, t_.level[lv].gbps), lat = std::max(lat, t_.level[lv].latency_us);
     }
-    out.allreduce = 2.0 * (k - 1) / k * w.param_bytes * 8 / (bw * 1e9) + 2.0 * (k - 1) * lat * 1e-6;
+    const double bits = w.param_bytes * 8 / (bw * 1e9);
+    out.allreduce = 2.0 * (k - 1) / k * bits + 2.0 * (k - 1) * lat * 1e-6;
+    // After an exchange the members all-gather their slices of the global model: (k-1) messages of 1/k.
+    out.gather = double(k - 1) / k * bits + (k - 1) * lat * 1e-6;
   } else {
-    out.allreduce = 0;
+    out.allreduce = out.gather = 0;
   }
   out.step = out.compute + out.allreduce;
-  // Exchange: every member pushes its 1/k shard of the update and pulls that shard of the global model,
-  // all members in parallel; the server's own shard costs nothing.
+  // Exchange: every member other than the server sends its 1/k shard of the update; the server's
+  // interface takes them in one after another, and sends each member its shard of the global model back
+  // as soon as that member's shard is applied (its outgoing direction works while the incoming one
+  // still takes the others in), so the exchange holds the server for the sum of the pushes, the last
+  // member's pull, and a latency each way. The server's own shard costs nothing.
   const double shard = w.param_bytes / k;
-  double exchange = 0;
+  double push = 0, pull = 0, latency = 0;
   if (t_.matrix) {
     for (int m : g.members)
-      if (m != t_.server)
-        exchange = std::max(exchange, t_.cluster->link(m, t_.server).seconds(shard) +
-                                          t_.cluster->link(t_.server, m).seconds(shard));
+      if (m != t_.server) {
+        const Link in = t_.cluster->link(m, t_.server), back = t_.cluster->link(t_.server, m);
+        push += in.bandwidth_seconds(shard);
+        pull = std::max(pull, back.bandwidth_seconds(shard));
+        latency = std::max({latency, in.latency_us * 1e-6, back.latency_us * 1e-6});
+      }
   } else {
-    const bool uses[3] = {g.on_server_node > 0, g.in_server_rack > 0, g.off_server_rack > 0};
+    const int counts[3] = {g.on_server_node, g.in_server_rack, g.off_server_rack};
     for (int lv = 0; lv < 3; ++lv)
-      if (uses[lv]) exchange = std::max(exchange, 2 * t_.level[lv].seconds(shard));
+      if (counts[lv] > 0) {
+        const double one = t_.level[lv].bandwidth_seconds(shard);
+        push += counts[lv] * one;
+        pull = std::max(pull, one);
+        latency = std::max(latency, t_.level[lv].latency_us * 1e-6);
+      }
   }
-  out.exchange = exchange;
+  out.exchange = push > 0 ? push + pull + 2 * latency : 0;
   g.dirty = false;
 }
 
@@ -189,7 +214,7 @@ Score GroupingState::score(std::vector<GroupTimes>* times, std::vector<int>* slo
     if (slot_of) slot_of->push_back(int(g));
   }
   DP_CHECK(!scratch_.empty(), "score of an empty grouping");
-  return combine(scratch_, w_.exchange_every, times);
+  return combine(scratch_, w_, times);
 }
 
 Grouping GroupingState::grouping() const {

@@ -18,6 +18,7 @@ struct Link {
   double latency_us = 0;  // one-way latency of a message
   // Seconds for one message of `bytes` to cross the link.
   double seconds(double bytes) const { return bytes * 8 / (gbps * 1e9) + latency_us * 1e-6; }
+  double bandwidth_seconds(double bytes) const { return bytes * 8 / (gbps * 1e9); }  // without the latency
 };
 
 struct ClusterRank {

@@ -63,7 +63,8 @@ void ParameterServer::begin_phase(const cgp::Grouping& grouping, int64_t done, i
   step_loss_.assign(size_t(until - done), 0.0);
   lines_.clear();
   completed_.clear();
-  last_emit_ = Clock::now();
+  tallies_.assign(size_t(groups), GroupTally{});
+  last_emit_ = phase_start_ = Clock::now();
   phase_running_ = true;
   cv_.notify_all();
 }
@@ -72,6 +73,7 @@ std::vector<StepRecord> ParameterServer::end_phase() {
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return !phase_running_; });
   if (failure_) std::rethrow_exception(failure_);
+  phase_seconds_ = std::chrono::duration<double>(Clock::now() - phase_start_).count();
   return std::move(completed_);
 }
 
@@ -145,7 +147,7 @@ void ParameterServer::on_request(int from, const ExchangeRequest& r) {
 bool ParameterServer::eligible(int group) const {
   const int groups = int(members_.size());
   if (options_.deterministic) return group == turn_;
-  if (pending_.at(group).requests[0].read_only) return true;
+  if (pending_.at(group).requests[0].kind != ExchangeKind::update) return true;
   for (int g = 0; g < groups; ++g) {
     if (g == group || stopped_[size_t(g)] || pending_.count(g)) continue;
     if (version_ - read_version_[size_t(g)] >= options_.max_staleness && options_.max_staleness > 0) return false;
@@ -159,43 +161,63 @@ void ParameterServer::process(int group) {
   const std::vector<int>& members = members_[size_t(group)];
   const int k = int(members.size());
   const ExchangeRequest& leader = p.requests[0];
+  const bool updates = leader.kind == ExchangeKind::update, replies_global = leader.kind != ExchangeKind::progress;
   const double held_ms = std::chrono::duration<double, std::milli>(Clock::now() - p.complete_at).count();
-  const int64_t staleness = leader.read_only ? 0 : version_ - leader.read_version;
+  const int64_t staleness = updates ? version_ - leader.read_version : 0;
   const float scale = float(1.0 / double(1 + staleness));
-  // The update, slice by slice (each member sent its slice right after its request).
-  double loss_sum = 0;
-  if (!leader.read_only) {
-    std::vector<std::vector<float>> delta(static_cast<size_t>(k));
-    std::vector<Request> arriving(static_cast<size_t>(k));
-    for (int i = 0; i < k; ++i) {  // all slices in flight at once
-      delta[size_t(i)].resize(size_t(slice_of(int64_t(global_.size()), i, k).count));
-      arriving[size_t(i)] =
-          comm_.irecv(std::as_writable_bytes(std::span(delta[size_t(i)])), members[size_t(i)], kSliceTag);
-    }
-    for (int i = 0; i < k; ++i) {
-      arriving[size_t(i)].wait();
-      const Slice s = slice_of(int64_t(global_.size()), i, k);
-      float* g = global_.data() + s.offset;
-      for (int64_t j = 0; j < s.count; ++j) g[j] += scale * delta[size_t(i)][size_t(j)];
-      loss_sum += p.requests[size_t(i)].loss_sum;
-    }
-    ++version_;
-    account(leader, loss_sum, group, staleness, held_ms, p.requests);
-  }
-  // The group's next chunk: at most what it asked for, within the epoch and the phase.
-  ExchangeReply reply{version_, cursor_, 0, staleness, held_ms};
+  const int64_t version = updates ? version_ + 1 : version_;
+  // The group's next chunk (at most what it asked for, within the epoch and the phase), decided first so
+  // that each member's reply can leave as soon as its slice of the update is applied.
+  ExchangeReply reply{version, cursor_, 0, 0, staleness, held_ms};
   const int64_t epoch_end = (cursor_ / clock_.n + 1) * clock_.n;
   reply.chunk_count = std::max<int64_t>(0, std::min({leader.want_samples, epoch_end - cursor_, boundary_ - cursor_}));
   cursor_ += reply.chunk_count;
-  read_version_[size_t(group)] = version_;
+  reply.remaining = boundary_ - cursor_;
+  if (replies_global) read_version_[size_t(group)] = version;
   if (reply.chunk_count == 0) {
     stopped_[size_t(group)] = true;
     --active_;
   }
+  std::vector<std::vector<float>> delta(static_cast<size_t>(k));
+  std::vector<Request> arriving(static_cast<size_t>(k));
+  if (updates)
+    for (int i = 0; i < k; ++i) {  // all slices in flight at once (each member sent its right after its request)
+      delta[size_t(i)].resize(size_t(slice_of(int64_t(global_.size()), i, k).count));
+      arriving[size_t(i)] =
+          comm_.irecv(std::as_writable_bytes(std::span(delta[size_t(i)])), members[size_t(i)], kSliceTag);
+    }
+  double loss_sum = 0;
   for (int i = 0; i < k; ++i) {
     const Slice s = slice_of(int64_t(global_.size()), i, k);
+    if (updates) {
+      arriving[size_t(i)].wait();
+      float* g = global_.data() + s.offset;
+      for (int64_t j = 0; j < s.count; ++j) g[j] += scale * delta[size_t(i)][size_t(j)];
+    }
+    loss_sum += p.requests[size_t(i)].loss_sum;
     send(members[size_t(i)], kReplyTag, std::as_bytes(std::span(&reply, 1)));
-    send(members[size_t(i)], kGlobalTag, std::as_bytes(std::span(global_).subspan(size_t(s.offset), size_t(s.count))));
+    if (replies_global)
+      send(members[size_t(i)], kGlobalTag, std::as_bytes(std::span(global_).subspan(size_t(s.offset), size_t(s.count))));
+  }
+  version_ = version;
+  GroupTally& tally = tallies_[size_t(group)];
+  tally.last = Clock::now();
+  if (leader.kind == ExchangeKind::read) {
+    tally.first = tally.last;
+  } else {
+    account(leader, loss_sum, group, staleness, held_ms, p.requests);
+    double slowest = 0, exchange_ms = 0;
+    for (const ExchangeRequest& r : p.requests) {
+      slowest = std::max(slowest, r.compute_ms + r.comm_ms);
+      exchange_ms += r.exchange_ms / k;
+    }
+    tally.updates += 1;
+    tally.samples += leader.chunk_count;
+    tally.local_steps += leader.local_steps;
+    tally.step_ms += slowest;
+    tally.exchange_ms += exchange_ms;
+    tally.held_ms += held_ms;
+    tally.staleness += double(staleness);
   }
   if (options_.deterministic) advance_turn();
 }

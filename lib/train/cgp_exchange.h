@@ -3,10 +3,13 @@
 // its own; every rank (rank 0's training thread too) talks to it with point-to-point messages.
 //
 // An exchange of group g (all k members at once, every exchange_every local steps):
-//   member i -> server: an ExchangeRequest, then (unless read-only) its slice i of the group's update
+//   member i -> server: an ExchangeRequest, then (an update) its slice i of the group's update
 //                       (parameters now - parameters at the last read; slices are a contiguous 1/k each);
 //   server -> member i: an ExchangeReply (the version now read, the group's next chunk of samples), then
-//                       slice i of the global model after the update.
+//                       (unless progress only) slice i of the global model after the update, as soon as
+//                       member i's slice of the update is applied (the other slices may still arrive).
+// A group alone in a phase is data parallelism: its replicas are the global model, so until the phase's
+// last chunk its exchanges carry progress only (losses, the next chunk) and no parameters.
 // The server applies a group's update once all k requests are in: global += delta / (1 + s), where the
 // staleness s is the number of other groups' updates applied since the group's last read. A complete
 // request is held while another group still training has already seen max_staleness updates since its
@@ -36,10 +39,14 @@ namespace dp::cgp_detail {
 
 inline constexpr int kRequestTag = 900, kSliceTag = 901, kReplyTag = 902, kGlobalTag = 903;
 
+// What an exchange carries: an update (the member's slice of it; the global slice back), a read (no
+// update: the first exchange of a phase; the global slice back) or progress only (neither).
+enum class ExchangeKind : int32_t { update = 0, read = 1, progress = 2 };
+
 // Member -> server. Trivially copyable.
 struct ExchangeRequest {
   int32_t group = 0, member = 0, members = 1;
-  int32_t read_only = 0;        // 1: no update (the first exchange of a phase)
+  ExchangeKind kind = ExchangeKind::update;
   int64_t read_version = 0;     // the version the update was computed from
   int64_t want_samples = 0;     // samples for the group's next exchange_every local steps
   int64_t chunk_begin = 0, chunk_count = 0;  // the chunk this update trained (global sample index)
@@ -54,6 +61,7 @@ struct ExchangeRequest {
 struct ExchangeReply {
   int64_t version = 0;          // the global model's version the member now holds
   int64_t chunk_begin = 0, chunk_count = 0;  // 0 samples: the phase is over for the group
+  int64_t remaining = 0;        // samples of the phase not yet handed out to any group
   int64_t staleness = 0;        // of the update just applied
   double held_ms = 0;           // how long the complete request was held
 };
@@ -75,6 +83,15 @@ struct SampleClock {
   int64_t step_of(int64_t sample) const { return sample / n * steps_per_epoch + sample % n / global_batch; }
 };
 
+// What the server measured of each group in a phase (the groups in the phase's grouping's order).
+struct GroupTally {
+  int64_t updates = 0, samples = 0, local_steps = 0;
+  double step_ms = 0;       // sum over its exchanges of the slowest member's compute + allreduce time
+  double exchange_ms = 0;   // sum over its exchanges of the members' mean exchange time
+  double held_ms = 0, staleness = 0;  // sums over its updates
+  std::chrono::steady_clock::time_point first{}, last{};  // its first read, its last exchange
+};
+
 class ParameterServer {
  public:
   // On rank 0: `comm` is the server's own communicator (all ranks; its other ranks only send and
@@ -90,6 +107,9 @@ class ParameterServer {
   std::vector<StepRecord> end_phase();
   // Steps completed so far in this phase (for progress while it runs); moved out.
   std::vector<StepRecord> take_completed();
+  // After end_phase: every group's tally of the phase, and the phase's wall time.
+  const std::vector<GroupTally>& tallies() const { return tallies_; }
+  double phase_seconds() const { return phase_seconds_; }
   std::span<const float> global() const { return global_; }  // between phases only
   void set_global(std::span<const float> params);
   int64_t version() const { return version_; }
@@ -129,6 +149,9 @@ class ParameterServer {
   std::vector<TrainLine> lines_;  // rank lines since the last emitted record
   std::chrono::steady_clock::time_point last_emit_{};
   std::vector<StepRecord> completed_;
+  std::vector<GroupTally> tallies_;
+  std::chrono::steady_clock::time_point phase_start_{};
+  double phase_seconds_ = 0;
   struct InFlight {
     std::vector<std::byte> data;
     Request request;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "lib/train/run_setup.h"
+#include "lib/train/speed_probe.h"
 
 namespace dp::cgp_detail {
 
@@ -29,7 +30,7 @@ GroupReplica::GroupReplica(const StrategyInputs& in, Communicator& server, const
       std::max<int64_t>(1, std::llround(double(in_.job.train.global_batch) * comm_->size() / in_.comm.size()));
 }
 
-ExchangeReply GroupReplica::exchange(bool read_only, int64_t chunk_begin, int64_t chunk_count, double loss_sum) {
+ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int64_t chunk_count, double loss_sum) {
   update_->settle();
   const auto t0 = Clock::now();
   const int k = comm_->size(), member = comm_->rank();
@@ -39,7 +40,7 @@ ExchangeReply GroupReplica::exchange(bool read_only, int64_t chunk_begin, int64_
   req.group = group_;
   req.member = member;
   req.members = k;
-  req.read_only = read_only;
+  req.kind = kind;
   req.read_version = version_;
   req.want_samples = group_batch_ * in_.job.parallel.cgp.exchange_every;
   req.chunk_begin = chunk_begin;
@@ -56,20 +57,26 @@ ExchangeReply GroupReplica::exchange(bool read_only, int64_t chunk_begin, int64_
   std::vector<float> delta;
   Communicator& server = server_;
   Request sent_req = server.isend(std::as_bytes(std::span(&req, 1)), 0, kRequestTag), sent_delta;
-  if (!read_only) {
+  if (kind == ExchangeKind::update) {
     delta.resize(size_t(s.count));
     for (int64_t j = 0; j < s.count; ++j) delta[size_t(j)] = params[size_t(s.offset + j)] - read_slice_[size_t(j)];
     sent_delta = server.isend(std::as_bytes(std::span(delta)), 0, kSliceTag);
   }
   ExchangeReply reply;
-  read_slice_.resize(size_t(s.count));
-  Request got_reply = server.irecv(std::as_writable_bytes(std::span(&reply, 1)), 0, kReplyTag);
-  Request got_slice = server.irecv(std::as_writable_bytes(std::span(read_slice_)), 0, kGlobalTag);
+  Request got_reply = server.irecv(std::as_writable_bytes(std::span(&reply, 1)), 0, kReplyTag), got_slice;
+  if (kind != ExchangeKind::progress) {
+    read_slice_.resize(size_t(s.count));
+    got_slice = server.irecv(std::as_writable_bytes(std::span(read_slice_)), 0, kGlobalTag);
+  }
   sent_req.wait();
   sent_delta.wait();
   got_reply.wait();
   got_slice.wait();
   version_ = reply.version;
+  if (kind == ExchangeKind::progress) {  // the replicas stay as they are: they are the global model
+    last_exchange_ms_ = ms_since(t0);
+    return reply;
+  }
   // The group's replicas become the global model: every member's slice to every member.
   if (k == 1) {
     in_.model.params_from_host(read_slice_);
@@ -122,10 +129,22 @@ double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::functi
     ++stats_steps_;
     measured_samples_ += double(times.local_batch);
     measured_seconds_ += times.compute_ms / 1000;
+    phase_samples_ += double(times.local_batch);
+    phase_seconds_ += times.compute_ms / 1000;
+    if (times.local_batch > 0) phase_seconds_per_sample_.push_back(times.compute_ms / 1000 / double(times.local_batch));
     step_start = Clock::now();
     if (between_steps) between_steps();
   }
   return loss;
+}
+
+GroupReplica::Speed GroupReplica::take_phase_speed(Speed fallback) {
+  Speed s = fallback;
+  if (phase_seconds_per_sample_.size() >= 8 && phase_seconds_ > 0)
+    s = {phase_samples_ / phase_seconds_, robust_cv(phase_seconds_per_sample_)};
+  phase_samples_ = phase_seconds_ = 0;
+  phase_seconds_per_sample_.clear();
+  return s;
 }
 
 }  // namespace dp::cgp_detail

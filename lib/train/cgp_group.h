@@ -30,9 +30,10 @@ class GroupReplica {
   GroupReplica(const StrategyInputs& in, Communicator& server, const cgp::Grouping& grouping,
                const std::vector<double>& speeds, SampleClock clock, SlowdownEmulator& emulator);
 
-  // One exchange with the server: the update since the last read (none when read_only), the chunk it
-  // trained and this rank's loss over it; returns the next chunk. The replica then holds the global model.
-  ExchangeReply exchange(bool read_only, int64_t chunk_begin, int64_t chunk_count, double loss_sum);
+  // One exchange with the server: the update since the last read (an update), the chunk it trained and
+  // this rank's loss over it; returns the next chunk. After an update or a read the replica holds the
+  // global model; progress only leaves it as it is.
+  ExchangeReply exchange(ExchangeKind kind, int64_t chunk_begin, int64_t chunk_count, double loss_sum);
   // The local steps of a chunk (`between_steps` after each); returns this rank's loss sum over it.
   double train_chunk(int64_t begin, int64_t count, const std::function<void()>& between_steps);
   // Samples per second of compute since the replica was built (`fallback` when nothing was measured).
@@ -41,6 +42,12 @@ class GroupReplica {
   }
 
   void reset_measurements() { measured_samples_ = measured_seconds_ = 0; }
+  // This rank's compute speed (samples/s) and jitter (robust coefficient of variation of the seconds per
+  // sample of its local steps) since the last call; `fallback` when fewer than 8 local steps were timed.
+  struct Speed {
+    double samples_per_s = 0, cv = 0;
+  };
+  Speed take_phase_speed(Speed fallback);
 
   Communicator& comm() { return *comm_; }
   StepUpdate& update() { return *update_; }
@@ -66,6 +73,8 @@ class GroupReplica {
   double stats_compute_ms_ = 0, stats_comm_ms_ = 0, last_exchange_ms_ = 0;
   int64_t stats_samples_ = 0, stats_steps_ = 0;
   double measured_samples_ = 0, measured_seconds_ = 0;
+  double phase_samples_ = 0, phase_seconds_ = 0;
+  std::vector<double> phase_seconds_per_sample_;
 };
 
 }  // namespace dp::cgp_detail

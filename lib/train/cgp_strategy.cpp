@@ -51,15 +51,14 @@ class CgpStrategy final : public Strategy {
     workload_.sample_seconds = 1;  // speeds are measured in samples per second
     workload_.balanced = job.parallel.balance.mode == "idat";
     workload_.exchange_every = job.parallel.cgp.exchange_every;
+    workload_.hold_staleness = double(job.parallel.cgp.max_staleness);
     server_comm_ = in_.comm.split(0, in_.comm.rank());
-    // The speeds the first grouping is chosen for: measured here, before the first step, one rank at a
-    // time (ranks sharing a host's cores would otherwise measure each other).
-    double mine = 0;
-    for (int turn = 0; turn < in_.comm.size(); ++turn) {
-      if (turn == in_.comm.rank()) mine = measure_compute_speed(job, in_.comm, 9, 2).samples_per_second;
-      in_.comm.barrier();
-    }
-    speeds_ = in_.comm.allgather_value(mine);
+    // The speeds (and jitter) the first grouping is chosen for: every rank times its own steps, all at
+    // once, as they will train (the emulator paces by CPU time, so ranks sharing cores do not stretch
+    // each other's emulated machines).
+    const SpeedProbe probe = measure_compute_speed(job, in_.comm, 15, 3);
+    speeds_ = in_.comm.allgather_value(probe.samples_per_second);
+    workload_.compute_cv = mean(in_.comm.allgather_value(probe.cv));
     if (!job.parallel.cgp.groups.empty()) {
       grouping_ = cgp::normalized(std::vector<int>(job.parallel.cgp.groups.begin(), job.parallel.cgp.groups.end()));
       how_ = "fixed by [parallel.cgp] groups";
@@ -208,14 +207,60 @@ class CgpStrategy final : public Strategy {
       between = [&] {
         for (const StepRecord& r : server_->take_completed()) sink.step(r);
       };
-    ExchangeReply chunk = group_->exchange(true, 0, 0, 0);
+    // A group alone is the global model: it pushes its update once, after the phase's last chunk.
+    const bool alone = group_count_of(grouping_) == 1;
+    ExchangeReply chunk = group_->exchange(ExchangeKind::read, 0, 0, 0);
     while (chunk.chunk_count > 0) {
       const double loss = group_->train_chunk(chunk.chunk_begin, chunk.chunk_count, between);
-      chunk = group_->exchange(false, chunk.chunk_begin, chunk.chunk_count, loss);
+      const ExchangeKind kind = alone && chunk.remaining > 0 ? ExchangeKind::progress : ExchangeKind::update;
+      chunk = group_->exchange(kind, chunk.chunk_begin, chunk.chunk_count, loss);
     }
     if (server_)
       for (const StepRecord& r : server_->end_phase()) sink.step(r);
-    in_.comm.barrier();
+    report_phase(to, sink);
+  }
+
+  static double mean(const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0 : sum / double(v.size());
+  }
+
+  // After a phase (collective): rank 0 logs every group's times as the model predicts them from the
+  // speeds and jitter measured in the phase, beside what the server measured.
+  void report_phase(int64_t step, const StepSink& sink) {
+    const int me = in_.comm.rank();
+    const GroupReplica::Speed mine = group_->take_phase_speed({speeds_[size_t(me)], workload_.compute_cv});
+    const std::vector<GroupReplica::Speed> all = in_.comm.allgather_value(mine);
+    if (me != 0 || !sink.groups) return;
+    std::vector<double> speeds, cvs;
+    for (const GroupReplica::Speed& s : all) speeds.push_back(s.samples_per_s), cvs.push_back(s.cv);
+    cgp::Workload w = workload_;
+    w.compute_cv = mean(cvs);
+    const cgp::Prediction p = cgp::predict(cluster_.with_speeds(speeds), w, grouping_);
+    PhaseGroupsLine line;
+    line.step = step;
+    line.grouping = cgp::grouping_text(grouping_);
+    line.predicted_samples_per_sec = p.samples_per_s;
+    const std::vector<GroupTally>& tallies = server_->tallies();
+    int64_t samples = 0;
+    for (size_t g = 0; g < p.groups.size() && g < tallies.size(); ++g) {  // both in order of first members
+      const cgp::GroupPrediction& gp = p.groups[g];
+      const GroupTally& t = tallies[g];
+      const double span_s = std::chrono::duration<double>(t.last - t.first).count();
+      const double updates = double(std::max<int64_t>(1, t.updates));
+      PhaseGroupsLine::Group out;
+      out.members = gp.members;
+      out.predicted = {gp.step_s * 1e3, (gp.exchange_s + gp.gather_s) * 1e3, gp.held_s * 1e3, gp.cycle_s * 1e3,
+                       gp.samples_per_s, gp.staleness};
+      out.measured = {t.local_steps > 0 ? t.step_ms / double(t.local_steps) : 0, t.exchange_ms / updates,
+                      t.held_ms / updates, span_s * 1e3 / updates, span_s > 0 ? double(t.samples) / span_s : 0,
+                      t.staleness / updates};
+      samples += t.samples;
+      line.groups.push_back(std::move(out));
+    }
+    line.measured_samples_per_sec = server_->phase_seconds() > 0 ? double(samples) / server_->phase_seconds() : 0;
+    sink.groups(line);
   }
 
   // At a regrouping point (every rank, between phases): re-solve on the measured speeds; rebuild the
@@ -296,6 +341,7 @@ void check_cgp_job(const Job& job, const Model& model) {
   w.sample_seconds = job.cluster.sample_rate > 0 ? 1 / job.cluster.sample_rate : 1e-3;
   w.balanced = job.parallel.balance.mode == "idat";
   w.exchange_every = job.parallel.cgp.exchange_every;
+  w.hold_staleness = double(job.parallel.cgp.max_staleness);
   const Cluster cluster = cluster_from_job(job);
   const CgpSection& c = job.parallel.cgp;
   if (!c.groups.empty()) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace dp {
 
@@ -40,6 +41,22 @@ struct RegroupLine {
   double cost_ms = 0;  // from the pause to training again (solve, communicators, state)
 };
 
+// Strategy "cgp", at the end of each phase: every group's times as the model predicts them from the
+// speeds measured in the phase, and as they were measured (milliseconds, samples per second).
+struct GroupTimesLine {
+  double step_ms = 0, exchange_ms = 0, held_ms = 0, cycle_ms = 0, samples_per_sec = 0, staleness = 0;
+};
+struct PhaseGroupsLine {
+  int64_t step = 0;  // the phase ended after this step
+  std::string grouping;
+  struct Group {
+    std::vector<int> members;
+    GroupTimesLine predicted, measured;
+  };
+  std::vector<Group> groups;
+  double predicted_samples_per_sec = 0, measured_samples_per_sec = 0;
+};
+
 struct EvalLine {
   int64_t step = 0, epoch = 0;
   double test_loss = 0, test_accuracy = 0;
@@ -55,6 +72,7 @@ class MetricsLog {
   void write(const TrainLine& l);
   void write(const EvalLine& l);
   void write(const RegroupLine& l);
+  void write(const PhaseGroupsLine& l);
   void flush();
 
  private:

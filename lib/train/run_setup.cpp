@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "kernels/cpu/ops.h"
 #include "lib/cluster/cluster.h"
 #include "lib/comm/emulated_links.h"
 #include "lib/core/error.h"
@@ -149,6 +150,8 @@ int default_threads(const Job& job, const Communicator& comm) {
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, comm.local_size()));
 }
+
+bool paced_by_thread_cpu(const Kernels& kernels) { return kernels.host_memory && cpu::compute_threads() == 1; }
 
 // Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
 EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch) {

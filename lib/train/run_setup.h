@@ -43,6 +43,9 @@ std::string links_text(const Job& job);  // the emulated network, for the run's 
 int local_rank(Communicator& comm);
 // [train] threads, or the host's cores divided among its ranks.
 int default_threads(const Job& job, const Communicator& comm);
+// Whether the emulator may pace compute on `kernels` by the computing thread's CPU time: CPU kernels on
+// one compute thread (a pool of BLAS threads, or a GPU, computes elsewhere).
+bool paced_by_thread_cpu(const Kernels& kernels);
 BalanceOptions balance_options(const Job& job, int world);
 std::string shares_text(const std::vector<int64_t>& shares);
 // This rank's machine, with the CPU kernels' convolution implementation and threads filled in.

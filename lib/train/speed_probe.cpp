@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
@@ -45,24 +46,39 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
   SlowdownEmulator emulator(job, comm.rank());
   BatchBuffer buffer;
   std::vector<double> ms;
-  const int64_t epoch_steps = steps_per_epoch(data.train.count, job.train.global_batch);
+  // Only the epoch's full steps (its last may be short of the global batch the shares divide).
+  const int64_t full_steps = std::max<int64_t>(1, data.train.count / job.train.global_batch);
   for (int i = 0; i < warmup + steps; ++i) {
-    const int64_t step = i % epoch_steps;
+    const int64_t step = i % full_steps;
     const auto mine = rank_indices(order, job.train.global_batch, step, shares, comm.rank());
     const auto t0 = std::chrono::steady_clock::now();
+    const ComputeTimer timer(train_detail::paced_by_thread_cpu(kernels));
     model->forward_backward(gather_batch(data.train, mine, buffer), 1.0f);
     kernels.synchronize();  // GPU work is asynchronous: time the backward, not its launch
-    emulator.delay(i, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    emulator.delay(i, timer.wall_seconds(), timer.cpu_seconds());
     if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(ms.begin(), ms.end());
   SpeedProbe p;
+  p.cv = robust_cv(ms);
+  std::sort(ms.begin(), ms.end());
   p.local_batch = shares[size_t(comm.rank())];
   p.step_ms = ms.empty() ? 0 : ms[ms.size() / 2];
   p.samples_per_second = p.step_ms > 0 ? double(p.local_batch) / p.step_ms * 1e3 : 0;
   p.threads = cpu::compute_threads();
   p.cuda = !kernels.host_memory;
   return p;
+}
+
+double robust_cv(std::vector<double> values) {
+  if (values.size() < 3) return 0;
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const double m = median(values);
+  if (!(m > 0)) return 0;
+  for (double& v : values) v = std::abs(v - m);
+  return 1.4826 * median(values) / m;
 }
 
 }  // namespace dp

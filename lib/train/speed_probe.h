@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "lib/comm/communicator.h"
 #include "lib/job/job.h"
@@ -14,6 +15,7 @@ namespace dp {
 struct SpeedProbe {
   double samples_per_second = 0;  // median over the timed steps
   double step_ms = 0;             // median forward+backward time
+  double cv = 0;                  // jitter: robust coefficient of variation of the step times
   int64_t local_batch = 0;
   int threads = 0;
   bool cuda = false;              // timed on the GPU
@@ -21,5 +23,9 @@ struct SpeedProbe {
 
 // Collective only in that every rank calls it (no communication while timing).
 SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, int warmup);
+
+// A robust coefficient of variation of `values`: 1.4826 x the median absolute deviation over the median
+// (the standard deviation's estimate for normal values, unmoved by a few outliers); 0 for fewer than 3.
+double robust_cv(std::vector<double> values);
 
 }  // namespace dp

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/train/run_setup.h"
+
 namespace dp {
 namespace {
 
@@ -96,13 +98,13 @@ RankStep timed_step(StepUpdate& update, Optimizer& opt, double lr, Model& model,
   // Compute: gather, forward, backward (under MRA, finished buckets are already being summed and applied
   // meanwhile).
   update.begin(opt, lr);
-  const auto t0 = Clock::now();
+  const ComputeTimer timer(train_detail::paced_by_thread_cpu(model.kernels()));
   RankStep r;
   r.stats = model.forward_backward(gather_batch(data, indices, buffer), grad_scale);
   model.kernels().synchronize();  // GPU work is asynchronous: time the backward, not its launch
   // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
   const double forward_wait_s = update.forward_wait_ms() / 1000;
-  emulator.delay(emulated_step, std::chrono::duration<double>(Clock::now() - t0).count() - forward_wait_s);
+  emulator.delay(emulated_step, timer.wall_seconds() - forward_wait_s, timer.cpu_seconds());
   const double compute_s = std::chrono::duration<double>(Clock::now() - step_start).count() - forward_wait_s;
   // Sum the gradients and update (the rest of it, under MRA).
   const SyncTimes sync = update.finish();

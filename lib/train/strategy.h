@@ -38,6 +38,7 @@ struct StepSink {
   std::function<void(const StepRecord&)> step;
   std::function<void(const std::string&)> note;
   std::function<void(const RegroupLine&)> regroup;  // "cgp": a regrouping decision
+  std::function<void(const PhaseGroupsLine&)> groups;  // "cgp": the model against the measurement, per phase
 };
 
 // What the strategy trains: the model (already built on the run's kernels) and its dataset.

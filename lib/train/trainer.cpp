@@ -111,6 +111,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     if (leader) progress->note(line);
   };
   sink.regroup = [&](const RegroupLine& line) { metrics->write(line); };
+  sink.groups = [&](const PhaseGroupsLine& line) { metrics->write(line); };
   sink.step = [&](const StepRecord& r) {
     train_seconds += r.seconds;
     trained_samples += r.samples;

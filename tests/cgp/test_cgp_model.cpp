@@ -1,13 +1,14 @@
 // lib/cgp's performance model against hand-computed cases: one group is plain data parallelism (no
-// exchange, nothing stale), two equal groups have staleness 1, equal shares against I-DAT's, the server's
-// contention once it is saturated, the level-span allreduce against the same links as a matrix, and the
-// errors of bad input.
+// exchange, nothing stale), exchanges through the server's interface, equal shares against I-DAT's,
+// jitter, the hold at the staleness bound, the server's contention once it is saturated, the level-span
+// allreduce against the same links as a matrix, and the errors of bad input.
 #define BOOST_TEST_MODULE cgp_model
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 
 #include "lib/cgp/cgp.h"
+#include "lib/cgp/cgp_internal.h"
 #include "lib/core/error.h"
 #include "lib/core/rng.h"
 
@@ -42,9 +43,22 @@ Workload workload(double param_bytes, int64_t batch, double sample_seconds, bool
   return w;
 }
 
-// Ring allreduce of `bytes` over k ranks on link l; a push and a pull of `bytes` on l.
+// Ring allreduce of `bytes` over k ranks on link l; the all-gather of the global model's slices after an
+// exchange; a push and a pull of `bytes` on l.
 double ring(int k, double bytes, const Link& l) { return 2.0 * (k - 1) / k * bytes * 8 / (l.gbps * 1e9) + 2.0 * (k - 1) * l.latency_us * 1e-6; }
+double gather(int k, double bytes, const Link& l) { return (k - 1.0) / k * bytes * 8 / (l.gbps * 1e9) + (k - 1) * l.latency_us * 1e-6; }
 double push_pull(double bytes, const Link& l) { return 2 * l.seconds(bytes); }
+// An exchange of shards of `shard` bytes from members (other than the server) on links `pushes`: the
+// server takes them in one after another, then sends the last its slice back; a latency each way.
+double exchange(double shard, const std::vector<Link>& pushes) {
+  double push = 0, pull = 0, latency = 0;
+  for (const Link& l : pushes) {
+    push += l.bandwidth_seconds(shard);
+    pull = std::max(pull, l.bandwidth_seconds(shard));
+    latency = std::max(latency, l.latency_us * 1e-6);
+  }
+  return push + pull + 2 * latency;
+}
 
 }  // namespace
 
@@ -70,8 +84,9 @@ BOOST_AUTO_TEST_CASE(one_group_is_data_parallelism) {
   BOOST_TEST(predict(c, w4, {0, 0, 0, 0}).samples_per_s == p.samples_per_s, tt::tolerance(1e-12));
 }
 
-BOOST_AUTO_TEST_CASE(two_equal_groups_have_staleness_one) {
-  // One node: both groups exchange over the node link (group 0's slowest member is rank 1, not the server).
+BOOST_AUTO_TEST_CASE(two_groups_of_one_node_exchange_over_its_link) {
+  // One node. Group {0,1} holds the server: only rank 1's shard travels. Group {2,3} pushes two shards
+  // through the server's interface, one after the other. Each all-gathers the global model after.
   const Cluster c = levels({1, 1, 1, 1}, 4, 1);
   const Workload w = workload(4e6, 128, 0.01);
   const Prediction p = predict(c, w, {0, 0, 1, 1});
@@ -80,12 +95,17 @@ BOOST_AUTO_TEST_CASE(two_equal_groups_have_staleness_one) {
     BOOST_TEST(g.batch == 64);
     BOOST_TEST(g.compute_s == 64 * 0.01 / 2, tt::tolerance(1e-12));
     BOOST_TEST(g.allreduce_s == ring(2, 4e6, kNode), tt::tolerance(1e-12));
-    BOOST_TEST(g.exchange_s == push_pull(2e6, kNode), tt::tolerance(1e-12));
-    BOOST_TEST(g.cycle_s == g.step_s + g.exchange_s, tt::tolerance(1e-12));
-    BOOST_TEST(g.staleness == 1.0, tt::tolerance(1e-12));
+    BOOST_TEST(g.gather_s == gather(2, 4e6, kNode), tt::tolerance(1e-12));
+    BOOST_TEST(g.held_s == 0.0);
+    BOOST_TEST(g.cycle_s == g.step_s + g.exchange_s + g.gather_s, tt::tolerance(1e-12));
   }
-  BOOST_TEST(p.max_staleness == 1.0, tt::tolerance(1e-12));
-  BOOST_TEST(p.samples_per_s == 2 * 64 / p.groups[0].cycle_s, tt::tolerance(1e-12));
+  const GroupPrediction &a = p.groups[0], &b = p.groups[1];
+  BOOST_TEST(a.exchange_s == push_pull(2e6, kNode), tt::tolerance(1e-12));
+  BOOST_TEST(b.exchange_s == exchange(2e6, {kNode, kNode}), tt::tolerance(1e-12));
+  BOOST_TEST(a.staleness == a.cycle_s / b.cycle_s, tt::tolerance(1e-12));
+  BOOST_TEST(b.staleness == b.cycle_s / a.cycle_s, tt::tolerance(1e-12));
+  BOOST_TEST(p.max_staleness == b.cycle_s / a.cycle_s, tt::tolerance(1e-12));
+  BOOST_TEST(p.samples_per_s == 64 / a.cycle_s + 64 / b.cycle_s, tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(groups_on_two_nodes_exchange_over_their_links) {
@@ -100,15 +120,59 @@ BOOST_AUTO_TEST_CASE(groups_on_two_nodes_exchange_over_their_links) {
   const double step = 64 * 0.01 / 2 + ring(2, 4e6, kNode);
   BOOST_TEST(a.step_s == step, tt::tolerance(1e-12));
   BOOST_TEST(b.step_s == step, tt::tolerance(1e-12));
-  BOOST_TEST(a.exchange_s == push_pull(2e6, kNode), tt::tolerance(1e-12));  // rank 1 to the server, in its node
-  BOOST_TEST(b.exchange_s == push_pull(2e6, kRack), tt::tolerance(1e-12));  // across nodes of the rack
-  const double ca = 4 * step + a.exchange_s, cb = 4 * step + b.exchange_s;
+  BOOST_TEST(a.exchange_s == push_pull(2e6, kNode), tt::tolerance(1e-12));          // rank 1 to the server, in its node
+  BOOST_TEST(b.exchange_s == exchange(2e6, {kRack, kRack}), tt::tolerance(1e-12));  // across nodes of the rack
+  const double ca = 4 * step + a.exchange_s + gather(2, 4e6, kNode), cb = 4 * step + b.exchange_s + gather(2, 4e6, kNode);
   BOOST_TEST(a.cycle_s == ca, tt::tolerance(1e-12));
   BOOST_TEST(a.staleness == ca / cb, tt::tolerance(1e-12));
   BOOST_TEST(b.staleness == cb / ca, tt::tolerance(1e-12));
   BOOST_TEST(p.max_staleness == cb / ca, tt::tolerance(1e-12));
   BOOST_TEST(p.samples_per_s == 4 * 64 / ca + 4 * 64 / cb, tt::tolerance(1e-12));
   BOOST_TEST(p.server_load == a.exchange_s / ca + b.exchange_s / cb, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(jitter_makes_a_synchronous_step_wait_for_its_slowest_member) {
+  // I-DAT: every member's share takes 16 ms on average; with a coefficient of variation of 0.1 four of
+  // them take the expected maximum of four normals (1.0294 standard deviations) longer.
+  const Cluster c = levels({1, 1, 1, 1}, 4, 1);
+  Workload w = workload(0, 64, 0.001);
+  w.compute_cv = 0.1;
+  BOOST_TEST(predict(c, w, {0, 0, 0, 0}).groups[0].compute_s == 0.016 * (1 + 0.1 * 1.0294), tt::tolerance(1e-12));
+  BOOST_TEST(predict(c, w, {0, 1, 2, 3}).groups[0].compute_s == 0.016, tt::tolerance(1e-12));  // alone: the mean
+  // Equal shares: only members within two deviations of the slowest can be the last; rank 3 is too fast.
+  const Cluster mixed = levels({1, 1.1, 1.15, 4}, 4, 1);
+  w.balanced = false;
+  BOOST_TEST(predict(mixed, w, {0, 0, 0, 0}).groups[0].compute_s == 0.016 * (1 + 0.1 * 0.8463), tt::tolerance(1e-12));
+  // The tabulated values, and Blom's approximation beyond them, grow with k.
+  double last = 0;
+  for (int k : {1, 2, 4, 16, 17, 100, 4096, 5000}) {
+    BOOST_TEST(detail::expected_max_of_normals(k) >= last);
+    last = detail::expected_max_of_normals(k);
+  }
+  BOOST_TEST(detail::expected_max_of_normals(100) == 2.5076, tt::tolerance(0.01));  // the exact value
+}
+
+BOOST_AUTO_TEST_CASE(the_hold_keeps_every_group_within_the_bound) {
+  // A fast group of three and a slow single rank 10 times slower: unheld, the slow rank sees about 10
+  // updates per cycle. Held at 4, the fast group waits so that it lands only 4 per slow cycle.
+  const Cluster c(ranks({1, 1, 1, 0.1}, 4, 1), Link{100, 0}, Link{10, 0}, Link{1, 0});
+  Workload w = workload(0, 128, 0.001);  // no bytes, no latencies: only computing
+  const Grouping g = {0, 0, 0, 1};
+  const Prediction free = predict(c, w, g);
+  const double fast = 96 * 0.001 / 3, slow = 32 * 0.001 / 0.1;
+  BOOST_TEST(free.groups[0].cycle_s == fast, tt::tolerance(1e-12));
+  BOOST_TEST(free.groups[1].staleness == slow / fast, tt::tolerance(1e-12));
+  w.hold_staleness = 4;
+  const Prediction held = predict(c, w, g);
+  BOOST_TEST(held.groups[1].held_s == 0.0, tt::tolerance(1e-9));
+  BOOST_TEST(held.groups[1].staleness == 4.0, tt::tolerance(1e-6));
+  BOOST_TEST(held.groups[0].cycle_s == slow / 4, tt::tolerance(1e-6));
+  BOOST_TEST(held.groups[0].held_s == slow / 4 - fast, tt::tolerance(1e-6));
+  BOOST_TEST(held.samples_per_s == 96 * 4 / slow + 32 / slow, tt::tolerance(1e-6));
+  BOOST_TEST(held.max_staleness <= 4 + 1e-9);
+  // A bound the groups keep anyway holds nobody.
+  w.hold_staleness = 20;
+  BOOST_TEST(predict(c, w, g).samples_per_s == free.samples_per_s, tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(equal_shares_wait_for_the_slowest_member) {
@@ -197,9 +261,11 @@ BOOST_AUTO_TEST_CASE(allreduce_uses_the_slowest_link_the_group_spans) {
   BOOST_TEST(p.groups[3].allreduce_s == 0.0);                                         // {7}
   const Prediction q = predict(c, w, {0, 0, 0, 1, 1, 1, 1, 1});
   BOOST_TEST(q.groups[0].allreduce_s == ring(3, 8e6, kRack), tt::tolerance(1e-12));   // {0,1,2}: 2 nodes, 1 rack
-  // Exchange of {0,1,2}: rank 1 over the node link, rank 2 over the rack link: the rack link's shard decides.
-  BOOST_TEST(q.groups[0].exchange_s == push_pull(8e6 / 3, kRack), tt::tolerance(1e-12));
-  BOOST_TEST(q.groups[1].exchange_s == push_pull(8e6 / 5, kCross), tt::tolerance(1e-12));
+  // Exchange of {0,1,2}: rank 1's shard over the node link, then rank 2's over the rack link, whose
+  // pull is the longer one; {3..7}: rank 3 in the server's rack, the other four across racks.
+  BOOST_TEST(q.groups[0].exchange_s == exchange(8e6 / 3, {kNode, kRack}), tt::tolerance(1e-12));
+  BOOST_TEST(q.groups[1].exchange_s == exchange(8e6 / 5, {kRack, kCross, kCross, kCross, kCross}),
+             tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(normalized_and_text) {
