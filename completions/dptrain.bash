@@ -29,7 +29,7 @@ _dptrain_keys=(
   cluster.links.node_gbps cluster.links.node_latency_us cluster.links.rack_gbps cluster.links.rack_latency_us
   cluster.links.cross_gbps cluster.links.cross_latency_us cluster.links.gbps cluster.links.latency_us
   cluster.emulate.slowdown cluster.emulate.fluctuate_rank cluster.emulate.fluctuate_from
-  cluster.emulate.fluctuate_to cluster.emulate.fluctuate_factor cluster.emulate.random_walk
+  cluster.emulate.fluctuate_to cluster.emulate.fluctuate_factor cluster.emulate.fluctuate_move_every cluster.emulate.random_walk
   cluster.emulate.link_gbps cluster.emulate.link_latency_us cluster.emulate.as_described
   launch.ranks launch.hosts launch.mpirun_args launch.mpirun
   checkpoint.enabled checkpoint.every checkpoint.keep

@@ -18,6 +18,7 @@ SlowdownEmulator::SlowdownEmulator(const EmulateSection& spec, int rank, uint64_
 
 SlowdownEmulator::SlowdownEmulator(const Job& job, int rank)
     : SlowdownEmulator(job.cluster.emulate, rank, job.job.seed) {
+  ranks_ = job.launch.ranks;
   if (!spec_.as_described) return;
   const std::vector<double> speeds = cluster_from_job(job).speeds();
   if (size_t(rank) >= speeds.size()) return;
@@ -27,13 +28,22 @@ SlowdownEmulator::SlowdownEmulator(const Job& job, int rank)
 
 bool SlowdownEmulator::active() const {
   const bool persistent = size_t(rank_) < spec_.slowdown.size() && spec_.slowdown[size_t(rank_)] > 1.0;
-  const bool window = spec_.fluctuate_rank == rank_ && spec_.fluctuate_factor > 1.0;
+  const bool window = spec_.fluctuate_rank >= 0 && spec_.fluctuate_factor > 1.0 &&
+                      (spec_.fluctuate_rank == rank_ || spec_.fluctuate_move_every > 0);
   return persistent || described_ > 1.0 || window || spec_.random_walk > 0;
+}
+
+// The rank the window slows at `step` (inside the window): fluctuate_rank, moved on by one every
+// fluctuate_move_every steps, wrapping around after the job's last rank.
+int64_t SlowdownEmulator::slowed_rank(int64_t step) const {
+  if (spec_.fluctuate_move_every <= 0) return spec_.fluctuate_rank;
+  const int64_t moved = spec_.fluctuate_rank + (step - spec_.fluctuate_from) / spec_.fluctuate_move_every;
+  return ranks_ > 0 ? moved % ranks_ : moved;
 }
 
 double SlowdownEmulator::factor(int64_t step) {
   double f = described_ * (size_t(rank_) < spec_.slowdown.size() ? spec_.slowdown[size_t(rank_)] : 1.0);
-  if (spec_.fluctuate_rank == rank_ && step >= spec_.fluctuate_from && step < spec_.fluctuate_to)
+  if (step >= spec_.fluctuate_from && step < spec_.fluctuate_to && slowed_rank(step) == rank_)
     f *= spec_.fluctuate_factor;
   if (spec_.random_walk > 0) {
     if (step < walk_step_) {  // replay from the start

@@ -1,5 +1,6 @@
 // Emulated heterogeneity ([cluster.emulate]): the compute-time factor of a rank at a step, from persistent
-// per-rank slowdowns, a window in which one rank is slower, a seeded random walk and, with as_described,
+// per-rank slowdowns, a window in which one rank is slower (or the slowness moves from rank to rank), a
+// seeded random walk and, with as_described,
 // the rank's speed in [cluster] (fastest speed / its speed). After a step's compute the trainer sleeps
 // until the step has taken factor x its compute time, so an emulated slow rank takes no CPU from the
 // others. The compute time is the computing thread's CPU time where that is the whole of it (one compute
@@ -37,6 +38,7 @@ class SlowdownEmulator {
   // The factor (>= 1) of 0-based step `step`. Steps must be asked in increasing order (the random walk
   // advances; asking for an earlier step replays it from the start).
   double factor(int64_t step);
+  int64_t slowed_rank(int64_t step) const;  // the rank the fluctuation window slows at `step`
   // After a step's compute that took `wall_seconds`, of which the computing thread ran `cpu_seconds`
   // (< 0: unknown, use the wall time): sleeps until the compute has taken factor(step) x cpu_seconds, so
   // the rank is as slow as emulated while leaving its core to others. No-op when nothing is emulated.
@@ -45,6 +47,7 @@ class SlowdownEmulator {
  private:
   EmulateSection spec_;
   int rank_;
+  int64_t ranks_ = 0;  // the job's ranks (a moving window wraps there); 0: unknown, it never wraps
   uint64_t seed_;
   double described_ = 1;  // fastest speed / this rank's speed ([cluster] with as_described), else 1
   int64_t walk_step_ = -1;

@@ -128,6 +128,8 @@ struct EmulateSection {
   int64_t fluctuate_from = 0;    //   of its slowdown) during the steps [fluctuate_from, fluctuate_to),
   int64_t fluctuate_to = 0;      //   counted from 0
   double fluctuate_factor = 1.0;
+  int64_t fluctuate_move_every = 0;  // > 0: every this many steps of the window the slowness passes to the
+                                     //   next rank (rank + 1, wrapping around); 0: it stays
   double random_walk = 0.0;      // per-step standard deviation of every rank's log slowdown (a seeded
                                  // random walk, factors kept >= 1); 0: off
   double link_gbps = 0.0;        // every rank's network link, in Gbit/s each way (lib/comm/emulated_links.h):

@@ -229,6 +229,8 @@ const std::vector<KeySpec>& schema() {
       {"cluster.emulate", "fluctuate_to", DP_FIELD(cluster.emulate.fluctuate_to), check_fluctuate_to, {}},
       {"cluster.emulate", "fluctuate_factor", DP_FIELD(cluster.emulate.fluctuate_factor),
        DP_RULE(at_least_number(j.cluster.emulate.fluctuate_factor, 1)), {}},
+      {"cluster.emulate", "fluctuate_move_every", DP_FIELD(cluster.emulate.fluctuate_move_every),
+       DP_RULE(at_least(j.cluster.emulate.fluctuate_move_every, 0)), {}},
       {"cluster.emulate", "random_walk", DP_FIELD(cluster.emulate.random_walk),
        DP_RULE(non_negative(j.cluster.emulate.random_walk)), {}},
       {"cluster.emulate", "link_gbps", DP_FIELD(cluster.emulate.link_gbps),

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "lib/core/error.h"
 
 namespace dp::cgp_detail {
@@ -44,13 +46,20 @@ ParameterServer::~ParameterServer() {
 
 void ParameterServer::set_global(std::span<const float> params) { global_.assign(params.begin(), params.end()); }
 
-void ParameterServer::begin_phase(const cgp::Grouping& grouping, int64_t done, int64_t until) {
+void ParameterServer::begin_phase(const cgp::Grouping& grouping, int64_t done, int64_t until,
+                                  const std::vector<double>& speeds, double drift) {
   std::lock_guard lock(mutex_);
+  baseline_ = speeds;
+  drift_ = speeds.size() == grouping.size() ? drift : 0;
+  recent_.assign(grouping.size(), {});
+  reached_ = until;
+  drift_reason_.clear();
   grouping_ = grouping;
   const int groups = *std::max_element(grouping.begin(), grouping.end()) + 1;
   members_.assign(size_t(groups), {});
   for (int r = 0; r < int(grouping.size()); ++r) members_[size_t(grouping[size_t(r)])].push_back(r);
   read_version_.assign(size_t(groups), version_);
+  read_samples_.assign(size_t(groups), samples_applied_);
   stopped_.assign(size_t(groups), false);
   waiting_.assign(size_t(groups), true);  // every group starts with a read
   pending_.clear();
@@ -155,16 +164,58 @@ bool ParameterServer::eligible(int group) const {
   return true;
 }
 
+std::vector<double> ParameterServer::recent_speeds() const {
+  std::vector<double> out;
+  for (std::vector<double> r : recent_) {
+    std::sort(r.begin(), r.end());
+    out.push_back(r.size() == 3 ? r[1] : 0);
+  }
+  return out;
+}
+
+// Each member's compute speed in this exchange; when one has drifted past the threshold (the same way in
+// its last 3), the phase ends at the end of the step the next samples to hand out belong to.
+void ParameterServer::watch_drift(const std::vector<ExchangeRequest>& requests, int group) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ExchangeRequest& r = requests[i];
+    if (r.samples <= 0 || !(r.compute_ms > 0)) continue;
+    const int rank = members_[size_t(group)][i];
+    std::vector<double>& last = recent_[size_t(rank)];
+    if (last.size() == 3) last.erase(last.begin());
+    last.push_back(double(r.samples) / (r.compute_ms / 1000));
+    if (drift_ <= 0 || !drift_reason_.empty() || last.size() < 3) continue;
+    const double base = baseline_[size_t(rank)];
+    int up = 0, down = 0;
+    for (double v : last) up += v > base * (1 + drift_), down += v < base * (1 - drift_);
+    if (up < 3 && down < 3) continue;
+    // The end of the step the next samples belong to: the exchange being served still gets a chunk (a
+    // lone group's progress-only exchange is then followed by its update).
+    const int64_t step = clock_.step_of(cursor_) + 1;
+    if (step >= reached_) continue;
+    reached_ = step;
+    boundary_ = clock_.step_begin(step);
+    std::vector<double> sorted = last;
+    std::sort(sorted.begin(), sorted.end());
+    drift_reason_ = fmt::format("rank {}'s speed drifted by {:+.0f}%", rank, (sorted[1] / base - 1) * 100);
+  }
+}
+
 void ParameterServer::process(int group) {
   Pending p = std::move(pending_.at(group));
   pending_.erase(group);
+  if (p.requests[0].kind != ExchangeKind::read) watch_drift(p.requests, group);
   const std::vector<int>& members = members_[size_t(group)];
   const int k = int(members.size());
   const ExchangeRequest& leader = p.requests[0];
   const bool updates = leader.kind == ExchangeKind::update, replies_global = leader.kind != ExchangeKind::progress;
   const double held_ms = std::chrono::duration<double, std::milli>(Clock::now() - p.complete_at).count();
   const int64_t staleness = updates ? version_ - leader.read_version : 0;
-  const float scale = float(1.0 / double(1 + staleness));
+  // Scaled by how far the global model has moved since the read, relative to this update: the samples
+  // of the other groups' updates applied meanwhile over this update's samples (s for equal groups).
+  const double moved = updates && leader.chunk_count > 0
+                           ? double(samples_applied_ - read_samples_[size_t(group)]) / double(leader.chunk_count)
+                           : 0;
+  const float scale = float(1.0 / (1.0 + moved));
   const int64_t version = updates ? version_ + 1 : version_;
   // The group's next chunk (at most what it asked for, within the epoch and the phase), decided first so
   // that each member's reply can leave as soon as its slice of the update is applied.
@@ -173,7 +224,11 @@ void ParameterServer::process(int group) {
   reply.chunk_count = std::max<int64_t>(0, std::min({leader.want_samples, epoch_end - cursor_, boundary_ - cursor_}));
   cursor_ += reply.chunk_count;
   reply.remaining = boundary_ - cursor_;
-  if (replies_global) read_version_[size_t(group)] = version;
+  if (updates) samples_applied_ += leader.chunk_count;
+  if (replies_global) {
+    read_version_[size_t(group)] = version;
+    read_samples_[size_t(group)] = samples_applied_;
+  }
   if (reply.chunk_count == 0) {
     stopped_[size_t(group)] = true;
     --active_;

@@ -10,10 +10,12 @@
 //                       member i's slice of the update is applied (the other slices may still arrive).
 // A group alone in a phase is data parallelism: its replicas are the global model, so until the phase's
 // last chunk its exchanges carry progress only (losses, the next chunk) and no parameters.
-// The server applies a group's update once all k requests are in: global += delta / (1 + s), where the
-// staleness s is the number of other groups' updates applied since the group's last read. A complete
-// request is held while another group still training has already seen max_staleness updates since its
-// read (one more would exceed the bound); held requests go oldest read first. In deterministic mode the
+// The server applies a group's update once all k requests are in: global += delta / (1 + m / n), where m
+// is the samples of the other groups' updates applied since the group's last read and n the samples of
+// this update (m / n = s for equal groups); the staleness s, the number of those updates, is what the
+// bound counts. A complete request is held while another group still training has already seen
+// max_staleness updates since its read (one more would exceed the bound); held requests go oldest read
+// first. In deterministic mode the
 // groups' requests are applied strictly in turn (0, 1, ..., G-1, 0, ...), which fixes every sum, staleness
 // and chunk. Chunks come from the epochs' permutations in order: every sample exactly once per epoch, a
 // faster group asking more often and so taking more; a chunk never crosses an epoch or the phase's end.
@@ -28,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -101,8 +104,11 @@ class ParameterServer {
   ~ParameterServer();
 
   // Before the ranks start a phase (main thread of rank 0, while no exchange is in flight): the grouping
-  // and the steps after `done` up to `until`.
-  void begin_phase(const cgp::Grouping& grouping, int64_t done, int64_t until);
+  // and the steps after `done` up to `until`. With `drift` > 0 the phase ends early, at the end of the
+  // step being handed out, once a rank's compute speed has been off `speeds` (the grouping's, samples/s
+  // per rank) by more than that fraction, the same way, in each of its last 3 exchanges.
+  void begin_phase(const cgp::Grouping& grouping, int64_t done, int64_t until,
+                   const std::vector<double>& speeds = {}, double drift = 0);
   // Blocks until every group has finished the phase; returns the completed steps and the rank lines.
   std::vector<StepRecord> end_phase();
   // Steps completed so far in this phase (for progress while it runs); moved out.
@@ -110,6 +116,12 @@ class ParameterServer {
   // After end_phase: every group's tally of the phase, and the phase's wall time.
   const std::vector<GroupTally>& tallies() const { return tallies_; }
   double phase_seconds() const { return phase_seconds_; }
+  // After end_phase: the last step of the phase (`until`, or earlier when speeds drifted), why it ended
+  // early ("" when it did not), and every rank's median speed over its last 3 exchanges (samples/s; 0
+  // for a rank that had fewer).
+  int64_t reached() const { return reached_; }
+  const std::string& drift_reason() const { return drift_reason_; }
+  std::vector<double> recent_speeds() const;
   std::span<const float> global() const { return global_; }  // between phases only
   void set_global(std::span<const float> params);
   int64_t version() const { return version_; }
@@ -137,6 +149,8 @@ class ParameterServer {
   cgp::Grouping grouping_;
   std::vector<std::vector<int>> members_;  // ranks of each group, in group rank order
   std::vector<int64_t> read_version_;
+  std::vector<int64_t> read_samples_;  // samples_applied_ at each group's last read
+  int64_t samples_applied_ = 0;        // samples of all updates applied so far
   std::vector<bool> stopped_, waiting_;
   std::map<int, Pending> pending_;
   int64_t version_ = 0, cursor_ = 0, boundary_ = 0;
@@ -150,6 +164,13 @@ class ParameterServer {
   std::chrono::steady_clock::time_point last_emit_{};
   std::vector<StepRecord> completed_;
   std::vector<GroupTally> tallies_;
+  // Drift: the grouping's speeds, the threshold, every rank's last 3 exchange speeds (oldest first).
+  std::vector<double> baseline_;
+  double drift_ = 0;
+  std::vector<std::vector<double>> recent_;
+  int64_t reached_ = 0;
+  std::string drift_reason_;
+  void watch_drift(const std::vector<ExchangeRequest>& requests, int group);
   std::chrono::steady_clock::time_point phase_start_{};
   double phase_seconds_ = 0;
   struct InFlight {

@@ -56,7 +56,7 @@ class CgpStrategy final : public Strategy {
     // The speeds (and jitter) the first grouping is chosen for: every rank times its own steps, all at
     // once, as they will train (the emulator paces by CPU time, so ranks sharing cores do not stretch
     // each other's emulated machines).
-    const SpeedProbe probe = measure_compute_speed(job, in_.comm, 15, 3);
+    const SpeedProbe probe = measure_compute_speed(job, in_.comm, 25, 5);
     speeds_ = in_.comm.allgather_value(probe.samples_per_second);
     workload_.compute_cv = mean(in_.comm.allgather_value(probe.cv));
     if (!job.parallel.cgp.groups.empty()) {
@@ -112,9 +112,11 @@ class CgpStrategy final : public Strategy {
     const int64_t every = in_.job.parallel.cgp.regroup_every;
     for (int64_t from = done; from < until;) {
       const int64_t to = every > 0 ? std::min(until, (from / every + 1) * every) : until;
-      run_phase(from, to, sink);
-      from = to;
-      if (every > 0 && to % every == 0 && to < in_.total_steps) maybe_regroup(to, sink);
+      const int64_t reached = run_phase(from, to, sink);
+      const bool drifted = reached < to;
+      from = reached;
+      if ((drifted || (every > 0 && reached % every == 0)) && reached < in_.total_steps)
+        maybe_regroup(reached, sink, drifted);
     }
     if (server_) in_.model.params_from_host(server_->global());  // rank 0 evaluates the global model
   }
@@ -198,8 +200,12 @@ class CgpStrategy final : public Strategy {
     grouped_speeds_ = speeds_;
   }
 
-  void run_phase(int64_t from, int64_t to, const StepSink& sink) {
-    if (server_) server_->begin_phase(grouping_, from, to);
+  // Trains the steps after `from` up to `to`, or fewer when a rank's speed drifts (a solver's grouping
+  // only); returns the last step trained (every rank).
+  int64_t run_phase(int64_t from, int64_t to, const StepSink& sink) {
+    const CgpSection& c = in_.job.parallel.cgp;
+    const double drift = c.groups.empty() ? c.regroup_drift : 0;
+    if (server_) server_->begin_phase(grouping_, from, to, grouped_speeds_, drift);
     in_.comm.barrier();  // the server knows the phase before any request
     // Rank 0 passes completed steps on between its local steps (progress while the phase runs).
     std::function<void()> between;
@@ -217,7 +223,10 @@ class CgpStrategy final : public Strategy {
     }
     if (server_)
       for (const StepRecord& r : server_->end_phase()) sink.step(r);
-    report_phase(to, sink);
+    int64_t reached = server_ ? server_->reached() : 0;
+    in_.comm.broadcast(std::as_writable_bytes(std::span(&reached, 1)), 0);
+    report_phase(reached, sink);
+    return reached;
   }
 
   static double mean(const std::vector<double>& v) {
@@ -265,13 +274,22 @@ class CgpStrategy final : public Strategy {
 
   // At a regrouping point (every rank, between phases): re-solve on the measured speeds; rebuild the
   // groups when the model predicts more than regroup_gain.
-  void maybe_regroup(int64_t step, const StepSink& sink) {
+  // `drifted`: the phase ended early because a rank's speed drifted; the speeds are then each rank's
+  // latest (the server's median of its last 3 exchanges) rather than its average since the grouping.
+  void maybe_regroup(int64_t step, const StepSink& sink, bool drifted) {
     const auto t0 = Clock::now();
     const double mine = group_->measured_speed(speeds_[size_t(in_.comm.rank())]);
-    const std::vector<double> measured = in_.comm.allgather_value(mine);
+    std::vector<double> measured = in_.comm.allgather_value(mine);
+    if (drifted && server_) {
+      const std::vector<double> recent = server_->recent_speeds();
+      for (size_t r = 0; r < measured.size() && r < recent.size(); ++r)
+        if (recent[r] > 0) measured[r] = recent[r];
+    }
+    in_.comm.broadcast(std::as_writable_bytes(std::span(measured)), 0);
     double drift = 0;
     for (size_t r = 0; r < measured.size(); ++r) drift = std::max(drift, std::abs(measured[r] / grouped_speeds_[r] - 1));
-    const std::string reason = drift > in_.job.parallel.cgp.regroup_drift
+    const std::string reason = drifted && server_ ? server_->drift_reason()
+                               : drift > in_.job.parallel.cgp.regroup_drift
                                    ? fmt::format("speeds drifted by {:.0f}%", drift * 100)
                                    : fmt::format("every {} steps", in_.job.parallel.cgp.regroup_every);
     if (!in_.job.parallel.cgp.groups.empty()) return;  // a fixed grouping stays

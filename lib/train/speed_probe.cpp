@@ -45,6 +45,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
   const std::vector<uint32_t> order = epoch_permutation(data.train.count, job.job.seed, 0);
   SlowdownEmulator emulator(job, comm.rank());
   BatchBuffer buffer;
+  comm.barrier();  // every rank has its data: none times its steps while others still read theirs
   std::vector<double> ms;
   // Only the epoch's full steps (its last may be short of the global batch the shares divide).
   const int64_t full_steps = std::max<int64_t>(1, data.train.count / job.train.global_batch);

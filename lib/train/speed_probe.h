@@ -21,7 +21,7 @@ struct SpeedProbe {
   bool cuda = false;              // timed on the GPU
 };
 
-// Collective only in that every rank calls it (no communication while timing).
+// Collective: every rank calls it (a barrier before timing, no communication while timing).
 SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, int warmup);
 
 // A robust coefficient of variation of `values`: 1.4826 x the median absolute deviation over the median

@@ -1,10 +1,13 @@
 // lib/balance/emulate.h with [cluster.emulate] as_described: each rank slowed by fastest speed / its
 // speed in [cluster] (per-rank speeds or kinds), times the other factors; without as_described, or through
-// the constructor that sees only [cluster.emulate], the speeds change nothing.
+// the constructor that sees only [cluster.emulate], the speeds change nothing; a moving fluctuation
+// window; compute paced by the thread's CPU time.
 #define BOOST_TEST_MODULE emulate
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "lib/balance/emulate.h"
 #include "lib/job/job.h"
@@ -48,4 +51,44 @@ BOOST_AUTO_TEST_CASE(speeds_change_nothing_unless_described) {
   SlowdownEmulator section_only(on.cluster.emulate, 2, on.job.seed);  // sees no [cluster]
   BOOST_TEST(section_only.factor(0) == 1.0);
   BOOST_TEST(!section_only.active());
+}
+
+BOOST_AUTO_TEST_CASE(a_moving_window_passes_the_slowness_to_the_next_rank) {
+  // Rank 1 slowed 4x in steps 10-39, the slowness moving on every 10 steps: rank 1, 2, then 0 (wrapped).
+  const Job job = job_of("", "fluctuate_rank = 1\nfluctuate_from = 10\nfluctuate_to = 40\nfluctuate_factor = 4.0\n"
+                             "fluctuate_move_every = 10");
+  const int slowed[] = {1, 2, 0};
+  for (int r = 0; r < 3; ++r) {
+    SlowdownEmulator e(job, r);
+    BOOST_TEST(e.active());
+    BOOST_TEST(e.factor(9) == 1.0);
+    for (int part = 0; part < 3; ++part)
+      for (int64_t step : {10 + 10 * part, 19 + 10 * part})
+        BOOST_TEST(e.factor(step) == (slowed[part] == r ? 4.0 : 1.0), "rank " << r << " step " << step);
+    BOOST_TEST(e.factor(40) == 1.0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cpu_time_paces_the_emulated_compute) {
+  // 2x slower: a compute of 10 ms wall of which the thread ran 5 ms (the rest waiting for a core) is
+  // stretched to 2 x 5 = 10 ms, so no sleep; one that ran all 10 ms sleeps 10 ms more.
+  const Job job = job_of("", "slowdown = [2.0, 1.0, 1.0]");
+  SlowdownEmulator e(job, 0);
+  auto slept_ms = [&](double wall, double cpu) {
+    const auto t0 = std::chrono::steady_clock::now();
+    e.delay(0, wall, cpu);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  BOOST_TEST(slept_ms(0.010, 0.005) < 5.0);
+  BOOST_TEST(slept_ms(0.010, 0.010) >= 9.9);
+  BOOST_TEST(slept_ms(0.010, -1) >= 9.9);  // unknown CPU time: the wall time
+  // A ComputeTimer on this thread measures its CPU time: a spin of ~20 ms shows as CPU time, a sleep not.
+  const ComputeTimer spin(true);
+  volatile double x = 0;
+  while (spin.wall_seconds() < 0.02) x = x + 1;
+  BOOST_TEST(spin.cpu_seconds() > 0.005);
+  const ComputeTimer idle(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  BOOST_TEST(idle.cpu_seconds() < 0.01);
+  BOOST_TEST(ComputeTimer(false).cpu_seconds() < 0);
 }

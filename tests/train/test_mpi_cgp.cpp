@@ -133,14 +133,57 @@ BOOST_AUTO_TEST_CASE(asynchronous_groups_learn_and_regroup) {
   auto world = dp::mpi_world();
   const std::string dir = shared_scratch(*world, "cgp-async");
   const auto r = run(*world, dir + "/async",
-                     {"parallel.cgp.solver=exhaustive", "parallel.cgp.regroup_every=8", "parallel.cgp.max_staleness=3"});
+                     {"parallel.cgp.solver=exhaustive", "parallel.cgp.regroup_every=8", "parallel.cgp.max_staleness=3",
+                      "parallel.cgp.regroup_drift=1000"});  // the cadence only (the speeds here are noisy)
   if (world->rank() == 0) {
     BOOST_TEST(r.losses.size() == size_t(3 * 16));
     BOOST_TEST(r.summary.test_accuracy > 0.5);
     std::ifstream metrics(dir + "/async/metrics.jsonl");
-    int decisions = 0;
-    for (std::string line; std::getline(metrics, line);) decisions += line.find("\"kind\":\"regroup\"") != std::string::npos;
+    int decisions = 0, phases = 0;
+    for (std::string line; std::getline(metrics, line);) {
+      decisions += line.find("\"kind\":\"regroup\"") != std::string::npos;
+      // Every phase ends with the model's prediction beside the measurement, group by group.
+      if (line.find("\"kind\":\"groups\"") != std::string::npos) {
+        ++phases;
+        BOOST_TEST(line.find("\"predicted\":{\"step_ms\":") != std::string::npos, line);
+        BOOST_TEST(line.find("\"measured\":{\"step_ms\":") != std::string::npos, line);
+      }
+    }
     BOOST_TEST(decisions == 5);  // at steps 8, 16, 24, 32, 40
+    BOOST_TEST(phases == 9);     // ending at the regroupings, checkpoints (10, 20, ...) and the end
+  }
+  world->barrier();
+  if (world->rank() == 0) fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(a_drifting_speed_regroups_between_cadence_points) {
+  // No cadence; the last rank turns 12x slower at step 12: its speed drops past 70% within 3 of its
+  // exchanges, the phase ends early and the solver decides on the latest speeds. (The tiny model's
+  // probed speeds are noise: a rise may be seen first.)
+  auto world = dp::mpi_world();
+  const std::string dir = shared_scratch(*world, "cgp-drift");
+  const int last = world->size() - 1;
+  const auto r = run(*world, dir + "/drift",
+                     {"parallel.cgp.solver=exhaustive", "parallel.cgp.max_staleness=3", "parallel.cgp.regroup_drift=0.7",
+                      "cluster.emulate.fluctuate_rank=" + std::to_string(last), "cluster.emulate.fluctuate_from=12",
+                      "cluster.emulate.fluctuate_to=1000", "cluster.emulate.fluctuate_factor=12"});
+  if (world->rank() == 0) {
+    BOOST_TEST(r.losses.size() == size_t(3 * 16));
+    std::ifstream metrics(dir + "/drift/metrics.jsonl");
+    int drifted = 0, first_step = 0;
+    std::string decisions;
+    for (std::string line; std::getline(metrics, line);)
+      if (line.find("\"kind\":\"regroup\"") != std::string::npos && (decisions += line + "\n", true) &&
+          line.find("rank " + std::to_string(last) + "'s speed drifted by -") != std::string::npos) {
+        const size_t at = line.find("\"step\":");
+        if (drifted++ == 0) first_step = std::stoi(line.substr(at + 7));
+      }
+    BOOST_TEST(drifted >= 1);
+    // Steps count samples: a fast group may train many while the slow rank makes its 3 exchanges. The
+    // decision falls between the pauses (evaluations end the epochs' phases at 16, 32).
+    BOOST_TEST(first_step > 12, decisions);
+    BOOST_TEST(first_step < 32, decisions);
+    BOOST_TEST(first_step % 16 != 0, decisions);
   }
   world->barrier();
   if (world->rank() == 0) fs::remove_all(dir);
