@@ -53,22 +53,14 @@ Plan make_plan(const PlanCommand& cmd, const Job& job) {
   const uint64_t seed = cmd.seed_given ? cmd.seed : job.job.seed;
   Plan p{cmd.workers > 0 ? draw_cluster(job, int(cmd.workers), seed) : cluster_from_job(job), {}, model->describe(),
          "", int64_t(model->params().size()), seed, cmd.workers > 0};
+  const bool rated = job.cluster.sample_rate > 0;
+  p.sample_source = rated ? "[cluster] sample_rate" : "timed on this machine";
   cgp::Workload& w = p.workload;
-  w.param_bytes = 4.0 * double(p.parameters);
+  w = cgp::job_workload(job, p.parameters,
+                        rated ? 1.0 / job.cluster.sample_rate
+                              : time_sample_seconds(*model, data.train, job.train.global_batch));
   // Drawn ranks keep the job's share per rank: the global batch scales with them.
-  w.global_batch = p.drawn ? std::max<int64_t>(1, job.train.global_batch * cmd.workers / job.launch.ranks)
-                           : job.train.global_batch;
-  if (job.cluster.sample_rate > 0) {
-    w.sample_seconds = 1.0 / job.cluster.sample_rate;
-    p.sample_source = "[cluster] sample_rate";
-  } else {
-    w.sample_seconds = time_sample_seconds(*model, data.train, job.train.global_batch);
-    p.sample_source = "timed on this machine";
-  }
-  w.balanced = job.parallel.balance.mode == "idat";
-  w.exchange_every = job.parallel.cgp.exchange_every;
-  w.hold_staleness = double(job.parallel.cgp.max_staleness);
-  w.server_rank = 0;
+  if (p.drawn) w.global_batch = std::max<int64_t>(1, job.train.global_batch * cmd.workers / job.launch.ranks);
   return p;
 }
 

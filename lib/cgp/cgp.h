@@ -61,6 +61,11 @@ struct Prediction {
   double server_load = 0;               // offered load on the server without contention (> 1: saturated)
 };
 
+// The workload of `job` for a model of `parameters` fp32 parameters: its global batch, I-DAT or equal
+// shares, exchange_every, the hold at max_staleness; `sample_seconds` as given (the callers know where
+// the compute time comes from: measured speeds, [cluster] sample_rate, a timed step).
+Workload job_workload(const Job& job, int64_t parameters, double sample_seconds);
+
 // The model's prediction for grouping `g` (one entry per rank of `cluster`). Throws JobError for a
 // grouping whose size disagrees with the cluster or has a negative group, for speeds that are not
 // positive and finite, and for a workload out of range.

@@ -209,6 +209,17 @@ Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vect
 
 }  // namespace detail
 
+Workload job_workload(const Job& job, int64_t parameters, double sample_seconds) {
+  Workload w;
+  w.param_bytes = 4.0 * double(parameters);
+  w.global_batch = job.train.global_batch;
+  w.sample_seconds = sample_seconds;
+  w.balanced = job.parallel.balance.mode == "idat";
+  w.exchange_every = job.parallel.cgp.exchange_every;
+  w.hold_staleness = double(job.parallel.cgp.max_staleness);
+  return w;
+}
+
 Prediction predict(const Cluster& cluster, const Workload& w, const Grouping& g) {
   const detail::Topology t = detail::make_topology(cluster, w);
   if (int(g.size()) != t.n)

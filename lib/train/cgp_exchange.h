@@ -95,6 +95,11 @@ struct GroupTally {
   std::chrono::steady_clock::time_point first{}, last{};  // its first read, its last exchange
 };
 
+// The metrics line of a phase that ended after `step`: each group's times as `predicted` has them
+// (its groups in the order of their first members, as `tallies`) beside the tallies.
+PhaseGroupsLine phase_groups_line(int64_t step, const cgp::Grouping& grouping, const cgp::Prediction& predicted,
+                                  const std::vector<GroupTally>& tallies, double phase_seconds);
+
 class ParameterServer {
  public:
   // On rank 0: `comm` is the server's own communicator (all ranks; its other ranks only send and

@@ -46,12 +46,8 @@ class CgpStrategy final : public Strategy {
       throw JobError("parallel.strategy", "strategy \"cgp\" runs on CPU ranks only",
                      "set [train] device = \"cpu\", or strategy = \"data\" on GPUs");
     const Job& job = in_.job;
-    workload_.param_bytes = double(in_.model.params().size()) * 4;
-    workload_.global_batch = job.train.global_batch;
-    workload_.sample_seconds = 1;  // speeds are measured in samples per second
-    workload_.balanced = job.parallel.balance.mode == "idat";
-    workload_.exchange_every = job.parallel.cgp.exchange_every;
-    workload_.hold_staleness = double(job.parallel.cgp.max_staleness);
+    // Speeds are measured in samples per second: a sample takes 1 / speed seconds.
+    workload_ = cgp::job_workload(job, int64_t(in_.model.params().size()), 1);
     server_comm_ = in_.comm.split(0, in_.comm.rank());
     // The speeds (and jitter) the first grouping is chosen for: every rank times its own steps, all at
     // once, as they will train (the emulator paces by CPU time, so ranks sharing cores do not stretch
@@ -247,28 +243,7 @@ class CgpStrategy final : public Strategy {
     cgp::Workload w = workload_;
     w.compute_cv = mean(cvs);
     const cgp::Prediction p = cgp::predict(cluster_.with_speeds(speeds), w, grouping_);
-    PhaseGroupsLine line;
-    line.step = step;
-    line.grouping = cgp::grouping_text(grouping_);
-    line.predicted_samples_per_sec = p.samples_per_s;
-    const std::vector<GroupTally>& tallies = server_->tallies();
-    int64_t samples = 0;
-    for (size_t g = 0; g < p.groups.size() && g < tallies.size(); ++g) {  // both in order of first members
-      const cgp::GroupPrediction& gp = p.groups[g];
-      const GroupTally& t = tallies[g];
-      const double span_s = std::chrono::duration<double>(t.last - t.first).count();
-      const double updates = double(std::max<int64_t>(1, t.updates));
-      PhaseGroupsLine::Group out;
-      out.members = gp.members;
-      out.predicted = {gp.step_s * 1e3, (gp.exchange_s + gp.gather_s) * 1e3, gp.held_s * 1e3, gp.cycle_s * 1e3,
-                       gp.samples_per_s, gp.staleness};
-      out.measured = {t.local_steps > 0 ? t.step_ms / double(t.local_steps) : 0, t.exchange_ms / updates,
-                      t.held_ms / updates, span_s * 1e3 / updates, span_s > 0 ? double(t.samples) / span_s : 0,
-                      t.staleness / updates};
-      samples += t.samples;
-      line.groups.push_back(std::move(out));
-    }
-    line.measured_samples_per_sec = server_->phase_seconds() > 0 ? double(samples) / server_->phase_seconds() : 0;
+    const PhaseGroupsLine line = phase_groups_line(step, grouping_, p, server_->tallies(), server_->phase_seconds());
     sink.groups(line);
   }
 
@@ -353,13 +328,8 @@ class CgpStrategy final : public Strategy {
 }  // namespace
 
 void check_cgp_job(const Job& job, const Model& model) {
-  cgp::Workload w;
-  w.param_bytes = double(model.params().size()) * 4;
-  w.global_batch = job.train.global_batch;
-  w.sample_seconds = job.cluster.sample_rate > 0 ? 1 / job.cluster.sample_rate : 1e-3;
-  w.balanced = job.parallel.balance.mode == "idat";
-  w.exchange_every = job.parallel.cgp.exchange_every;
-  w.hold_staleness = double(job.parallel.cgp.max_staleness);
+  const cgp::Workload w = cgp::job_workload(job, int64_t(model.params().size()),
+                                            job.cluster.sample_rate > 0 ? 1 / job.cluster.sample_rate : 1e-3);
   const Cluster cluster = cluster_from_job(job);
   const CgpSection& c = job.parallel.cgp;
   if (!c.groups.empty()) {
