@@ -32,6 +32,7 @@ class UsageError : public InputError { using InputError::InputError; };       //
 class JobError : public InputError { using InputError::InputError; };         // job file / --set
 class DataError : public InputError { using InputError::InputError; };        // dataset files
 class CheckpointError : public InputError { using InputError::InputError; };  // checkpoint files
+class ProfileError : public InputError { using InputError::InputError; };     // layer profile files
 
 // Failures while running: communication, I/O on the output directory, broken invariants.
 class RuntimeFailure : public Error { using Error::Error; };

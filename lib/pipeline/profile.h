@@ -1,0 +1,43 @@
+// Per-block profiles the pipeline planner reads: for each block of a model, in the order it runs, its
+// forward and backward time and its parameter bytes, and for each boundary between two blocks the
+// bytes that cross it (the activations sent forward, and their gradients back, when a stage ends there).
+//
+// Read from PipeDream's published profile format (`graph.txt`, its profiler's output): one node a line,
+//   <id> -- <description> -- forward_compute_time=<ms>, backward_compute_time=<ms>,
+//   activation_size=<bytes>, parameter_size=<bytes>
+// (an activation_size may be a list, "[a; b; c]", for a tuple output: the sum counts), edges on lines
+// that start with a tab, "\t<from> -- <to>"; times in milliseconds per minibatch, sizes in bytes of the
+// whole minibatch; nodes in any order. A graph that is not a chain (ResNet's skips, GNMT's layers) is
+// linearised: blocks in a topological order (ties by node number), and the boundary after block i
+// carries every output of the blocks up to i that a block after i reads. Input nodes ("Input...": data
+// sources, no compute) are not blocks; their outputs cross the boundaries up to their first reader.
+//
+// Pure: reads a file, throws InputError ("FILE:LINE: ...") for bad input.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dp::pipeline {
+
+struct ProfiledBlock {
+  std::string id;           // "node12"
+  std::string description;  // "Conv2d(64, 192, kernel_size=(5, 5), ...)"
+  double forward_ms = 0, backward_ms = 0;  // per minibatch, as profiled
+  double output_bytes = 0;                 // of the whole minibatch
+  double param_bytes = 0;
+};
+
+struct LayerProfile {
+  std::string path;
+  std::vector<ProfiledBlock> blocks;   // in running order
+  std::vector<double> boundary_bytes;  // blocks.size() - 1 entries: bytes crossing after block i
+  bool chain = true;                   // every boundary carries exactly the previous block's output
+};
+
+// Reads a PipeDream graph.txt. Throws InputError naming FILE:LINE for a line that is neither a node nor
+// an edge, a node without one of the four fields or with a negative or non-numeric one, a node defined
+// twice, an edge to or from an unknown node, a cycle, or a graph without blocks.
+LayerProfile read_pipedream_graph(const std::string& path);
+
+}  // namespace dp::pipeline
