@@ -81,7 +81,8 @@ class Reader {
     const std::string_view id = n.block.id;
     size_t digits = id.size();
     while (digits > 0 && id[digits - 1] >= '0' && id[digits - 1] <= '9') --digits;
-    n.number = digits < id.size() ? std::stoll(std::string(id.substr(digits))) : INT64_MAX;
+    n.number = INT64_MAX;  // no number (or one too long to be one): after the numbered nodes, by id
+    if (digits < id.size() && id.size() - digits <= 18) n.number = std::stoll(std::string(id.substr(digits)));
     bool seen[4] = {false, false, false, false};
     static constexpr std::string_view kKeys[4] = {"forward_compute_time", "backward_compute_time", "activation_size",
                                                   "parameter_size"};

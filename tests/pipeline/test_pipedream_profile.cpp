@@ -130,4 +130,7 @@ BOOST_AUTO_TEST_CASE(bad_profiles_name_the_line) {
   BOOST_TEST(error_of(kGood + node2 + "\tnode1 -- node2 -- node3\n") == ":3: an edge line needs '\\tFROM -- TO'");
   BOOST_TEST(error_of(kGood) == ": the profile has no blocks (only input nodes, or none)");
   BOOST_CHECK_THROW(read_pipedream_graph("/nonexistent/graph.txt"), ProfileError);
+  // Ids need not end in a number, nor in a short one: those nodes come after the numbered ones.
+  BOOST_TEST(error_of(kGood + "conv -- Conv -- forward_compute_time=1.0" + tail +
+                      "node123456789012345678901 -- ReLU -- forward_compute_time=1.0" + tail) == "no error");
 }
