@@ -155,10 +155,8 @@ std::vector<double> held_rates(const std::vector<double>& cycle, double bound) {
   };
   double hi = 0;
   for (double c : cycle) hi = std::max(hi, 1 / c);
-  if (fill(hi) || bound <= 0) {
-    if (bound <= 0) fill(hi);  // no bound: nobody waits
-    return rate;
-  }
+  const bool unheld = fill(hi);  // every group at its own rate
+  if (unheld || bound <= 0) return rate;  // no bound: nobody waits
   double lo = 0;
   for (int it = 0; it < 60; ++it) {
     const double mid = 0.5 * (lo + hi);

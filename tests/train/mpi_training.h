@@ -1,16 +1,22 @@
-// Shared by the training tests that run under mpirun: MPI for the whole test module, and a scratch
-// directory every rank of a communicator agrees on.
+// Shared by the training tests that run under mpirun: MPI for the whole test module, a scratch
+// directory every rank of a communicator agrees on, a job trained from its TOML text, and the
+// relative difference of two loss curves.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "lib/comm/communicator.h"
+#include "lib/job/job.h"
+#include "lib/train/trainer.h"
 
 namespace mpi_training {
 
@@ -26,6 +32,25 @@ inline std::string shared_scratch(dp::Communicator& comm, const std::string& tag
   int64_t pid = ::getpid();
   comm.broadcast(std::as_writable_bytes(std::span(&pid, 1)), 0);
   return (std::filesystem::temp_directory_path() / ("dptrain-test-" + std::to_string(pid) + "-" + tag)).string();
+}
+
+// Trains the job in TOML text `job` (with `overrides`) on `comm` into `out`: from scratch, or resumed;
+// stopping after step `stop` when >= 0.
+inline dp::RunResult train_job(const char* job, dp::Communicator& comm, const std::string& out,
+                               const std::vector<std::string>& overrides, bool resume = false, int64_t stop = -1) {
+  dp::RunOptions o;
+  o.out_dir = out;
+  o.force = !resume;
+  o.resume = resume;
+  o.stop_after = stop;
+  return dp::train(dp::parse_job(job, "test-job", overrides), comm, o);
+}
+
+// The largest |a_i - b_i| / |b_i|.
+inline double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
+  return worst;
 }
 
 }  // namespace mpi_training

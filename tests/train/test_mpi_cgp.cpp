@@ -54,14 +54,9 @@ progress = "none"
 
 dp::RunResult run(dp::Communicator& comm, const std::string& out, const std::vector<std::string>& overrides,
                   bool resume = false, int64_t stop = -1) {
-  dp::RunOptions o;
-  o.out_dir = out;
-  o.force = !resume;
-  o.resume = resume;
-  o.stop_after = stop;
   std::vector<std::string> all = overrides;
   all.push_back("launch.ranks=" + std::to_string(comm.size()));
-  return dp::train(dp::parse_job(kJob, "cgp-job", all), comm, o);
+  return mpi_training::train_job(kJob, comm, out, all, resume, stop);
 }
 
 // "[0, 0, 1, 1]": two groups of consecutive ranks (one group of one rank each on 2 ranks).
@@ -86,9 +81,7 @@ BOOST_AUTO_TEST_CASE(one_group_is_data_parallelism) {
   const auto cgp = run(*world, dir + "/cgp", {one_group(world->size())});
   if (world->rank() == 0) {
     BOOST_REQUIRE(cgp.losses.size() == data.losses.size());
-    double worst = 0;
-    for (size_t i = 0; i < data.losses.size(); ++i)
-      worst = std::max(worst, std::abs(cgp.losses[i] - data.losses[i]) / data.losses[i]);
+    const double worst = mpi_training::max_relative_difference(cgp.losses, data.losses);
     BOOST_TEST_MESSAGE("one group against data: max relative loss difference " << worst);
     BOOST_TEST(worst < 1e-5);  // the global model's update adds and subtracts: float rounding only
     BOOST_TEST(std::abs(cgp.summary.test_loss - data.summary.test_loss) < 1e-4 * data.summary.test_loss);

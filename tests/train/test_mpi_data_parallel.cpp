@@ -49,20 +49,11 @@ every = 1
 progress = "none"
 )";
 
+using mpi_training::max_relative_difference;
+
 dp::RunResult run(dp::Communicator& comm, const std::string& out, bool resume = false, int64_t stop = -1,
                   const std::vector<std::string>& overrides = {}) {
-  dp::RunOptions o;
-  o.out_dir = out;
-  o.force = !resume;
-  o.resume = resume;
-  o.stop_after = stop;
-  return dp::train(dp::parse_job(kJob, "test-job", overrides), comm, o);
-}
-
-double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
-  return worst;
+  return mpi_training::train_job(kJob, comm, out, overrides, resume, stop);
 }
 
 }  // namespace
