@@ -47,9 +47,11 @@ void ParameterServer::set_global(std::span<const float> params) { global_.assign
 void ParameterServer::begin_phase(const cgp::Grouping& grouping, int64_t done, int64_t until,
                                   const std::vector<double>& speeds, double drift) {
   std::lock_guard lock(mutex_);
+  // The ranks' recent speeds outlive pauses (evaluations, checkpoints), which change no speed: a slow
+  // rank's few exchanges in short phases still add up to 3. A new baseline starts them afresh.
+  if (speeds != baseline_ || recent_.size() != grouping.size()) recent_.assign(grouping.size(), {});
   baseline_ = speeds;
   drift_ = speeds.size() == grouping.size() ? drift : 0;
-  recent_.assign(grouping.size(), {});
   reached_ = until;
   drift_reason_.clear();
   grouping_ = grouping;

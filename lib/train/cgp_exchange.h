@@ -109,9 +109,11 @@ class ParameterServer {
   ~ParameterServer();
 
   // Before the ranks start a phase (main thread of rank 0, while no exchange is in flight): the grouping
-  // and the steps after `done` up to `until`. With `drift` > 0 the phase ends early, at the end of the
-  // step being handed out, once a rank's compute speed has been off `speeds` (the grouping's, samples/s
-  // per rank) by more than that fraction, the same way, in each of its last 3 exchanges.
+  // and the steps after `done` up to `until`. With `drift` > 0 a rank's compute speed off `speeds` (the
+  // grouping's, samples/s per rank) by more than that fraction, the same way, in each of its last 3
+  // exchanges (counted across phases while `speeds` stays the same) ends the phase at the end of the
+  // step being handed out (or where it ends, when its samples are all handed out) and calls for a
+  // regrouping decision.
   void begin_phase(const cgp::Grouping& grouping, int64_t done, int64_t until,
                    const std::vector<double>& speeds = {}, double drift = 0);
   // Blocks until every group has finished the phase; returns the completed steps and the rank lines.
@@ -121,9 +123,9 @@ class ParameterServer {
   // After end_phase: every group's tally of the phase, and the phase's wall time.
   const std::vector<GroupTally>& tallies() const { return tallies_; }
   double phase_seconds() const { return phase_seconds_; }
-  // After end_phase: the last step of the phase (`until`, or earlier when speeds drifted), why it ended
-  // early ("" when it did not), and every rank's median speed over its last 3 exchanges (samples/s; 0
-  // for a rank that had fewer).
+  // After end_phase: the last step of the phase (`until`, or earlier when speeds drifted), why a
+  // regrouping decision is due ("" when no speed drifted), and every rank's median speed over its last 3
+  // exchanges (samples/s; 0 for a rank that had fewer).
   int64_t reached() const { return reached_; }
   const std::string& drift_reason() const { return drift_reason_; }
   std::vector<double> recent_speeds() const;

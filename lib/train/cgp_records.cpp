@@ -21,7 +21,7 @@ std::vector<double> ParameterServer::recent_speeds() const {
 }
 
 // Each member's compute speed in this exchange; when one has drifted past the threshold (the same way in
-// its last 3), the phase ends at the end of the step the next samples to hand out belong to.
+// its last 3), the phase ends early and a regrouping decision follows it.
 void ParameterServer::watch_drift(const std::vector<ExchangeRequest>& requests, int group) {
   for (size_t i = 0; i < requests.size(); ++i) {
     const ExchangeRequest& r = requests[i];
@@ -35,12 +35,14 @@ void ParameterServer::watch_drift(const std::vector<ExchangeRequest>& requests, 
     int up = 0, down = 0;
     for (double v : last) up += v > base * (1 + drift_), down += v < base * (1 - drift_);
     if (up < 3 && down < 3) continue;
-    // The end of the step the next samples belong to: the exchange being served still gets a chunk (a
-    // lone group's progress-only exchange is then followed by its update).
+    // The phase ends at the end of the step the next samples belong to (the exchange being served still
+    // gets a chunk: a lone group's progress-only exchange is then followed by its update), or where it
+    // ends anyway when its samples are all handed out; the decision follows.
     const int64_t step = clock_.step_of(cursor_) + 1;
-    if (step >= reached_) continue;
-    reached_ = step;
-    boundary_ = clock_.step_begin(step);
+    if (step < reached_) {
+      reached_ = step;
+      boundary_ = clock_.step_begin(step);
+    }
     std::vector<double> sorted = last;
     std::sort(sorted.begin(), sorted.end());
     drift_reason_ = fmt::format("rank {}'s speed drifted by {:+.0f}%", rank, (sorted[1] / base - 1) * 100);

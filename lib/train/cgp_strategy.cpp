@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "lib/cgp/cgp.h"
 #include "lib/cluster/cluster.h"
@@ -108,8 +109,7 @@ class CgpStrategy final : public Strategy {
     const int64_t every = in_.job.parallel.cgp.regroup_every;
     for (int64_t from = done; from < until;) {
       const int64_t to = every > 0 ? std::min(until, (from / every + 1) * every) : until;
-      const int64_t reached = run_phase(from, to, sink);
-      const bool drifted = reached < to;
+      const auto [reached, drifted] = run_phase(from, to, sink);
       from = reached;
       if ((drifted || (every > 0 && reached % every == 0)) && reached < in_.total_steps)
         maybe_regroup(reached, sink, drifted);
@@ -197,8 +197,8 @@ class CgpStrategy final : public Strategy {
   }
 
   // Trains the steps after `from` up to `to`, or fewer when a rank's speed drifts (a solver's grouping
-  // only); returns the last step trained (every rank).
-  int64_t run_phase(int64_t from, int64_t to, const StepSink& sink) {
+  // only); returns (every rank) the last step trained and whether a speed drifted.
+  std::pair<int64_t, bool> run_phase(int64_t from, int64_t to, const StepSink& sink) {
     const CgpSection& c = in_.job.parallel.cgp;
     const double drift = c.groups.empty() ? c.regroup_drift : 0;
     if (server_) server_->begin_phase(grouping_, from, to, grouped_speeds_, drift);
@@ -219,10 +219,10 @@ class CgpStrategy final : public Strategy {
     }
     if (server_)
       for (const StepRecord& r : server_->end_phase()) sink.step(r);
-    int64_t reached = server_ ? server_->reached() : 0;
-    in_.comm.broadcast(std::as_writable_bytes(std::span(&reached, 1)), 0);
-    report_phase(reached, sink);
-    return reached;
+    int64_t end[2] = {server_ ? server_->reached() : 0, server_ && !server_->drift_reason().empty()};
+    in_.comm.broadcast(std::as_writable_bytes(std::span(end)), 0);
+    report_phase(end[0], sink);
+    return {end[0], end[1] != 0};
   }
 
   static double mean(const std::vector<double>& v) {
@@ -249,8 +249,8 @@ class CgpStrategy final : public Strategy {
 
   // At a regrouping point (every rank, between phases): re-solve on the measured speeds; rebuild the
   // groups when the model predicts more than regroup_gain.
-  // `drifted`: the phase ended early because a rank's speed drifted; the speeds are then each rank's
-  // latest (the server's median of its last 3 exchanges) rather than its average since the grouping.
+  // `drifted`: a rank's speed drifted in the phase; the speeds are then each rank's latest (the server's
+  // median of its last 3 exchanges) rather than its average since the grouping.
   void maybe_regroup(int64_t step, const StepSink& sink, bool drifted) {
     const auto t0 = Clock::now();
     const double mine = group_->measured_speed(speeds_[size_t(in_.comm.rank())]);

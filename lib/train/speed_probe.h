@@ -1,7 +1,8 @@
 // This rank's compute speed on a job: samples per second of forward and backward of the job's model on
-// its share of an equal division of the global batch (with the job's emulated slowdown, if any), on the
-// device the job trains on ([train] device: the CUDA kernels on this rank's GPU when it resolves to cuda,
-// else the CPU's), for `dptrain profile --compute` and the I-DAT speeds it suggests.
+// its share of an equal division of the global batch (with the job's emulated slowdown as at step 0, if
+// any), on the device the job trains on ([train] device: the CUDA kernels on this rank's GPU when it
+// resolves to cuda, else the CPU's), for `dptrain profile --compute`, the I-DAT speeds it suggests and
+// CGP's first grouping.
 #pragma once
 
 #include <cstdint>
