@@ -1,0 +1,145 @@
+// The pipeline cost model (plan.h, man dptrain(1) PIPELINE MODEL): a stage's compute and memory on its
+// devices, a link's transfer, a replicated stage's allreduce, and the mini-batch time they add up to.
+#include <algorithm>
+#include <limits>
+
+#include "lib/balance/balance.h"
+#include "lib/core/error.h"
+#include "lib/pipeline/plan_internal.h"
+
+namespace dp::pipeline::detail {
+
+Prefix::Prefix(const Workload& w) {
+  const size_t n = w.blocks.size();
+  for (auto* v : {&forward, &backward, &saved, &params}) v->assign(n + 1, 0.0);
+  for (size_t b = 0; b < n; ++b) {
+    forward[b + 1] = forward[b] + w.blocks[b].forward_s;
+    backward[b + 1] = backward[b] + w.blocks[b].backward_s;
+    saved[b + 1] = saved[b] + w.blocks[b].saved_bytes;
+    params[b + 1] = params[b] + w.blocks[b].param_bytes;
+  }
+}
+
+std::vector<int64_t> micro_batch_shares(const Cluster& c, const std::vector<int>& ranks, int64_t micro_batch) {
+  if (ranks.size() == 1) return {micro_batch};
+  std::vector<double> speeds;
+  for (int r : ranks) speeds.push_back(c.rank(r).speed);
+  return divide_batch(micro_batch, speeds, 1);
+}
+
+double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
+                         const std::vector<int>& recompute) {
+  // Kept per sample of a micro-batch in flight: every block's saved activations, but only the input
+  // of a recomputed block; the transient peak is the worst block's working memory, plus, for a
+  // recomputed block, its activations rebuilt for its backward.
+  double kept = Prefix::sum(p.saved, first, last), transient = 0;
+  size_t next = 0;
+  for (int b = first; b <= last; ++b) {
+    const auto& blk = w.blocks[size_t(b)];
+    const bool rec = next < recompute.size() && recompute[next] == b;
+    if (rec) {
+      ++next;
+      kept += w.input_bytes_of(b) - blk.saved_bytes;
+    }
+    transient = std::max(transient, blk.work_bytes + (rec ? blk.saved_bytes : 0.0));
+  }
+  const int n = int(w.blocks.size());
+  const double buffers = 2 * (w.input_bytes_of(first) + (last + 1 < n ? w.blocks[size_t(last)].output_bytes : 0.0));
+  return w.state_per_param_byte * Prefix::sum(p.params, first, last) +
+         double(share) * (double(in_flight) * kept + transient + buffers);
+}
+
+StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,
+                     const std::vector<int>& ranks, int64_t in_flight, int64_t micro_batch,
+                     const std::vector<int>& recompute) {
+  StageCost s;
+  s.shares = micro_batch_shares(c, ranks, micro_batch);
+  double recompute_per_sample = 0;
+  for (int b : recompute) recompute_per_sample += w.blocks[size_t(b)].forward_s;
+  const double fwd = Prefix::sum(p.forward, first, last), bwd = Prefix::sum(p.backward, first, last);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const double x = double(s.shares[i]) / c.rank(ranks[i]).speed;
+    // The slowest replica decides each phase; with shares in proportion to speed they coincide.
+    s.forward_s = std::max(s.forward_s, x * fwd);
+    s.backward_s = std::max(s.backward_s, x * (bwd + recompute_per_sample));
+    s.recompute_s = std::max(s.recompute_s, x * recompute_per_sample);
+    const double peak = device_peak_bytes(w, p, first, last, in_flight, s.shares[i], recompute);
+    const double memory = c.rank(ranks[i]).memory_gb * 1e9;
+    s.peak_bytes.push_back(peak);
+    s.memory_bytes.push_back(memory);
+    if (memory > 0 && peak > memory) {
+      s.fits = false;
+      s.over_bytes = std::max(s.over_bytes, peak - memory);
+    }
+  }
+  s.allreduce_s = ring_allreduce_seconds(c, ranks, Prefix::sum(p.params, first, last));
+  return s;
+}
+
+LinkCost link_cost(const Workload& w, const Cluster& c, int boundary, const std::vector<int>& from,
+                   const std::vector<int64_t>& from_shares, const std::vector<int>& to,
+                   const std::vector<int64_t>& to_shares) {
+  const double bytes_per_sample = w.blocks[size_t(boundary)].output_bytes;
+  std::vector<double> send_f(from.size()), recv_f(to.size()), send_b(to.size()), recv_b(from.size());
+  // Walk both layouts of the micro-batch's samples together: sender i holds [a_i, a_i + share_i).
+  size_t i = 0, j = 0;
+  int64_t left_i = from_shares[0], left_j = to_shares[0];
+  while (i < from.size() && j < to.size()) {
+    const int64_t x = std::min(left_i, left_j);
+    const double f = c.link(from[i], to[j]).seconds(double(x) * bytes_per_sample);
+    const double b = c.link(to[j], from[i]).seconds(double(x) * bytes_per_sample);
+    send_f[i] += f, recv_f[j] += f, send_b[j] += b, recv_b[i] += b;
+    left_i -= x, left_j -= x;
+    if (left_i == 0 && ++i < from.size()) left_i = from_shares[i];
+    if (left_j == 0 && ++j < to.size()) left_j = to_shares[j];
+  }
+  auto worst = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return std::max(*std::max_element(a.begin(), a.end()), *std::max_element(b.begin(), b.end()));
+  };
+  return {worst(send_f, recv_f), worst(send_b, recv_b)};
+}
+
+double ring_allreduce_seconds(const Cluster& c, const std::vector<int>& ranks, double bytes) {
+  const size_t k = ranks.size();
+  if (k < 2) return 0;
+  double bandwidth_s = 0, latency_us = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const Link l = c.link(ranks[i], ranks[(i + 1) % k]);
+    bandwidth_s = std::max(bandwidth_s, l.bandwidth_seconds(bytes));
+    latency_us = std::max(latency_us, l.latency_us);
+  }
+  const double steps = 2.0 * double(k - 1);
+  return steps / double(k) * bandwidth_s + steps * latency_us * 1e-6;
+}
+
+Totals combine(const std::vector<StageCost>& stages, const std::vector<LinkCost>& links, int64_t micro_batches) {
+  Totals t;
+  double sum = 0, drain = 0, stick_out = 0;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const double stage = stages[s].forward_s + stages[s].backward_s;
+    sum += stage;
+    t.bottleneck_s = std::max(t.bottleneck_s, stage);
+    // Stage s's last backward ends `drain` before the pipeline does: the backward of every resource
+    // before it. Its allreduce runs during that drain; only what is longer sticks out.
+    stick_out = std::max(stick_out, stages[s].allreduce_s - drain);
+    drain += stages[s].backward_s;
+    if (s < links.size()) {
+      const double link = links[s].forward_s + links[s].backward_s;
+      sum += link;
+      t.bottleneck_s = std::max(t.bottleneck_s, link);
+      drain += links[s].backward_s;
+    }
+  }
+  t.tail_s = std::max(0.0, stick_out);
+  t.minibatch_s = sum + double(micro_batches - 1) * t.bottleneck_s + t.tail_s;
+  return t;
+}
+
+std::vector<int> mask_ranks(uint32_t mask) {
+  std::vector<int> out;
+  for (int r = 0; mask; ++r, mask >>= 1)
+    if (mask & 1u) out.push_back(r);
+  return out;
+}
+
+}  // namespace dp::pipeline::detail

@@ -1,0 +1,385 @@
+// The heuristic planner, for clusters the exact one cannot afford. Devices are put in an order: a
+// locality order (by rack and node, fastest first within a node; with a link matrix, a greedy chain
+// along the fastest links), so consecutive devices are well connected, and for clusters whose small or
+// slow devices had better stay out, by memory and by speed. For every stage count S, an order is cut
+// into S runs of equal size (the stages' devices) and the blocks are cut to minimise the slowest
+// resource: a bisection on that time, each step a greedy pass that extends a stage while its time, its
+// link and its memory (recomputing everything) allow. The best start is improved by local search over
+// the devices (move, swap, add, drop a device; split a stage or merge two), every candidate re-cut, and
+// the result by moving single block boundaries. Its gap to the exact planner is measured in
+// tests/bench/pipeline_planner.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "lib/core/error.h"
+#include "lib/pipeline/plan_internal.h"
+
+namespace dp::pipeline {
+namespace {
+
+using detail::Prefix;
+using Sets = std::vector<std::vector<int>>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<int> locality_order(const Cluster& c) {
+  std::vector<int> order(size_t(c.size()));
+  std::iota(order.begin(), order.end(), 0);
+  if (!c.has_matrix()) {
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const auto &x = c.rank(a), &y = c.rank(b);
+      if (x.rack != y.rack) return x.rack < y.rack;
+      if (x.node != y.node) return x.node < y.node;
+      return x.speed > y.speed;
+    });
+    return order;
+  }
+  std::vector<bool> used(order.size(), false);
+  order = {0};
+  used[0] = true;
+  while (order.size() < used.size()) {
+    int best = -1;
+    for (int r = 0; r < c.size(); ++r)
+      if (!used[size_t(r)] && (best < 0 || c.link(order.back(), r).gbps > c.link(order.back(), best).gbps)) best = r;
+    used[size_t(best)] = true;
+    order.push_back(best);
+  }
+  return order;
+}
+
+class Heuristic {
+ public:
+  Heuristic(const Workload& w, const Cluster& c, int64_t M, bool respect_memory)
+      : w_(w), c_(c), p_(w), n_(int(w.blocks.size())), M_(M), mb_(w.global_batch / M), respect_(respect_memory) {}
+
+  // The best cut of the blocks over these stage devices, with recomputation and its time (kInf: none fits).
+  double cut(const Sets& sets, Plan& plan) {
+    const int S = int(sets.size());
+    if (S > n_) return kInf;
+    for (const auto& s : sets)
+      if (s.empty() || int64_t(s.size()) > mb_) return kInf;
+    prepare(sets);
+    if (!greedy(sets, kInf, plan)) return kInf;
+    double lo = 0, hi = max_resource(sets, plan);
+    for (int it = 0; it < 40 && hi - lo > 1e-9 * hi; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      Plan trial;
+      if (greedy(sets, mid, trial)) hi = mid;
+      else lo = mid;
+    }
+    greedy(sets, hi, plan);
+    return finish(plan);
+  }
+
+  // Moves single block boundaries while the predicted time falls.
+  double refine(Plan& plan, double t) {
+    for (bool improved = true; improved;) {
+      improved = false;
+      for (size_t s = 0; s + 1 < plan.stages.size(); ++s)
+        for (int delta : {-1, 1}) {
+          Plan trial = plan;
+          Stage &a = trial.stages[s], &b = trial.stages[s + 1];
+          a.last += delta, b.first += delta;
+          if (a.last < a.first || b.last < b.first) continue;
+          const double tt = finish(trial);
+          if (tt < t * (1 - 1e-12)) plan = std::move(trial), t = tt, improved = true;
+        }
+    }
+    return t;
+  }
+
+ private:
+  // Per stage: its shares, its slowest replica's seconds per sample-second, its in-flight count, and its
+  // link to the next stage as affine pieces in the boundary's bytes per sample (one per endpoint).
+  struct StageInfo {
+    std::vector<int64_t> shares;
+    double factor = 0;
+    int64_t in_flight = 1;
+    std::vector<std::pair<double, double>> fwd, bwd;  // (seconds per byte per sample, latency)
+  };
+
+  void prepare(const Sets& sets) {
+    const int S = int(sets.size());
+    info_.assign(size_t(S), {});
+    for (int s = 0; s < S; ++s) {
+      StageInfo& si = info_[size_t(s)];
+      si.shares = detail::micro_batch_shares(c_, sets[size_t(s)], mb_);
+      for (size_t i = 0; i < sets[size_t(s)].size(); ++i)
+        si.factor = std::max(si.factor, double(si.shares[i]) / c_.rank(sets[size_t(s)][i]).speed);
+      si.in_flight = std::min<int64_t>(M_, S - s);
+    }
+    for (int s = 0; s + 1 < S; ++s) pieces(sets[size_t(s)], info_[size_t(s)].shares, sets[size_t(s) + 1],
+                                           info_[size_t(s) + 1].shares, info_[size_t(s)]);
+  }
+
+  // link_cost's endpoints, each a time a * bytes_per_sample + b.
+  void pieces(const std::vector<int>& from, const std::vector<int64_t>& fs, const std::vector<int>& to,
+              const std::vector<int64_t>& ts, StageInfo& si) {
+    std::vector<std::pair<double, double>> sf(from.size()), rf(to.size()), sb(to.size()), rb(from.size());
+    size_t i = 0, j = 0;
+    int64_t li = fs[0], lj = ts[0];
+    while (i < from.size() && j < to.size()) {
+      const int64_t x = std::min(li, lj);
+      const Link f = c_.link(from[i], to[j]), b = c_.link(to[j], from[i]);
+      const double af = double(x) * 8 / (f.gbps * 1e9), ab = double(x) * 8 / (b.gbps * 1e9);
+      sf[i].first += af, sf[i].second += f.latency_us * 1e-6, rf[j].first += af, rf[j].second += f.latency_us * 1e-6;
+      sb[j].first += ab, sb[j].second += b.latency_us * 1e-6, rb[i].first += ab, rb[i].second += b.latency_us * 1e-6;
+      li -= x, lj -= x;
+      if (li == 0 && ++i < from.size()) li = fs[i];
+      if (lj == 0 && ++j < to.size()) lj = ts[j];
+    }
+    si.fwd = sf, si.bwd = sb;
+    si.fwd.insert(si.fwd.end(), rf.begin(), rf.end());
+    si.bwd.insert(si.bwd.end(), rb.begin(), rb.end());
+  }
+
+  double link_seconds(int s, int boundary) const {
+    const double bytes = w_.blocks[size_t(boundary)].output_bytes;
+    double f = 0, b = 0;
+    for (auto [a, l] : info_[size_t(s)].fwd) f = std::max(f, a * bytes + l);
+    for (auto [a, l] : info_[size_t(s)].bwd) b = std::max(b, a * bytes + l);
+    return f + b;
+  }
+
+  double stage_seconds(int s, int a, int b) const {
+    return info_[size_t(s)].factor * (Prefix::sum(p_.forward, a, b) + Prefix::sum(p_.backward, a, b));
+  }
+
+  // The least memory blocks [a, e] can take on stage s's devices (every block recomputed), grown one
+  // block at a time: monotone in e but for the buffer of the tensor leaving the stage.
+  class LeastMemory {
+   public:
+    LeastMemory(const Heuristic& h, const Sets& sets, int s, int a)
+        : h_(h), ranks_(sets[size_t(s)]), info_(h.info_[size_t(s)]), a_(a) {}
+    // Adds block e; false once no later end can fit either.
+    bool grow(int e) {
+      const auto& blk = h_.w_.blocks[size_t(e)];
+      kept_ += h_.w_.input_bytes_of(e);
+      transient_ = std::max(transient_, blk.work_bytes + blk.saved_bytes);
+      fits_ = true;
+      if (!h_.respect_) return true;
+      const double params = h_.w_.state_per_param_byte * Prefix::sum(h_.p_.params, a_, e);
+      const double out = e + 1 < h_.n_ ? h_.w_.blocks[size_t(e)].output_bytes : 0.0;
+      for (size_t i = 0; i < ranks_.size(); ++i) {
+        const double memory = h_.c_.rank(ranks_[i]).memory_gb * 1e9;
+        if (memory <= 0) continue;
+        const double share = double(info_.shares[i]);
+        const double growing = params + share * (double(info_.in_flight) * kept_ + transient_ +
+                                                 2 * h_.w_.input_bytes_of(a_));
+        if (growing > memory) return false;
+        if (growing + share * 2 * out > memory) fits_ = false;
+      }
+      return true;
+    }
+    bool fits() const { return fits_; }
+
+   private:
+    const Heuristic& h_;
+    const std::vector<int>& ranks_;
+    const StageInfo& info_;
+    const int a_;
+    double kept_ = 0, transient_ = 0;
+    bool fits_ = true;
+  };
+
+  // Stages extended as far as `cap` allows (their time, memory, and the link after them).
+  bool greedy(const Sets& sets, double cap, Plan& plan) const {
+    const int S = int(sets.size());
+    plan.stages.assign(size_t(S), {});
+    plan.micro_batches = M_;
+    int pos = 0;
+    for (int s = 0; s < S; ++s) {
+      const int max_end = n_ - (S - s);  // leave a block for every later stage
+      int best = -1;
+      LeastMemory memory(*this, sets, s, pos);
+      for (int e = pos; e <= max_end; ++e) {
+        if (stage_seconds(s, pos, e) > cap || !memory.grow(e)) break;
+        if (memory.fits() && (s + 1 == S ? e == n_ - 1 : link_seconds(s, e) <= cap)) best = e;
+      }
+      if (best < 0) return false;
+      plan.stages[size_t(s)] = {pos, best, sets[size_t(s)], {}};
+      pos = best + 1;
+    }
+    return true;
+  }
+
+  double max_resource(const Sets& sets, const Plan& plan) const {
+    double m = 0;
+    for (size_t s = 0; s < sets.size(); ++s) {
+      m = std::max(m, stage_seconds(int(s), plan.stages[s].first, plan.stages[s].last));
+      if (s + 1 < sets.size()) m = std::max(m, link_seconds(int(s), plan.stages[s].last));
+    }
+    return m;
+  }
+
+  // Recomputation per stage, then the model's time (kInf when a stage cannot fit).
+  double finish(Plan& plan) const {
+    const int S = int(plan.stages.size());
+    for (int s = 0; s < S; ++s) {
+      Stage& st = plan.stages[size_t(s)];
+      st.recompute.clear();
+      if (respect_ && !detail::cheapest_recompute(w_, p_, c_, st.first, st.last, st.ranks,
+                                                  detail::micro_batch_shares(c_, st.ranks, mb_),
+                                                  std::min<int64_t>(M_, S - s), st.recompute))
+        return kInf;
+    }
+    return evaluate(w_, c_, plan).minibatch_s;
+  }
+
+  const Workload& w_;
+  const Cluster& c_;
+  const Prefix p_;
+  const int n_;
+  const int64_t M_, mb_;
+  const bool respect_;
+  std::vector<StageInfo> info_;
+};
+
+// A random neighbour of `sets` (devices moved between stages, added, dropped; a stage split or two merged).
+bool neighbour(Sets& sets, std::vector<int>& unused, std::mt19937_64& rng) {
+  auto pick = [&](size_t n) { return size_t(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  auto ascending = [](std::vector<int>& v) { std::sort(v.begin(), v.end()); };  // a stage's ranks ascend
+  const size_t S = sets.size();
+  switch (pick(6)) {
+    case 0: {  // move a device to a neighbouring stage
+      const size_t s = pick(S);
+      if (S < 2 || sets[s].size() < 2) return false;
+      const size_t t = s == 0 ? 1 : s + 1 == S ? s - 1 : (pick(2) ? s + 1 : s - 1);
+      const size_t i = pick(sets[s].size());
+      sets[t].push_back(sets[s][i]);
+      sets[s].erase(sets[s].begin() + long(i));
+      ascending(sets[t]);
+      return true;
+    }
+    case 1: {  // swap devices of two stages
+      if (S < 2) return false;
+      const size_t s = pick(S), t = (s + 1 + pick(S - 1)) % S;
+      std::swap(sets[s][pick(sets[s].size())], sets[t][pick(sets[t].size())]);
+      ascending(sets[s]), ascending(sets[t]);
+      return true;
+    }
+    case 2: {  // use an unused device
+      if (unused.empty()) return false;
+      const size_t u = pick(unused.size()), s = pick(S);
+      sets[s].push_back(unused[u]);
+      unused.erase(unused.begin() + long(u));
+      ascending(sets[s]);
+      return true;
+    }
+    case 3: {  // leave a device out
+      const size_t s = pick(S);
+      if (sets[s].size() < 2) return false;
+      const size_t i = pick(sets[s].size());
+      unused.push_back(sets[s][i]);
+      sets[s].erase(sets[s].begin() + long(i));
+      return true;
+    }
+    case 4: {  // split a stage's devices into two stages
+      const size_t s = pick(S);
+      if (sets[s].size() < 2) return false;
+      const size_t half = sets[s].size() / 2;
+      std::vector<int> second(sets[s].begin() + long(half), sets[s].end());
+      sets[s].resize(half);
+      sets.insert(sets.begin() + long(s) + 1, second);
+      return true;
+    }
+    default: {  // merge two adjacent stages
+      if (S < 2) return false;
+      const size_t s = pick(S - 1);
+      sets[s].insert(sets[s].end(), sets[s + 1].begin(), sets[s + 1].end());
+      ascending(sets[s]);
+      sets.erase(sets.begin() + long(s) + 1);
+      return true;
+    }
+  }
+}
+
+std::vector<int> stage_counts(int limit) {
+  std::vector<int> out;
+  for (int s = 1; s <= limit; s = s < 16 ? s + 1 : s + s / 4) out.push_back(s);
+  if (out.back() != limit) out.push_back(limit);
+  return out;
+}
+
+}  // namespace
+
+PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches,
+                                    const PlanOptions& o, bool respect_memory) {
+  const auto start = std::chrono::steady_clock::now();
+  const int n = int(w.blocks.size()), d = c.size();
+  const int64_t mb = w.global_batch / micro_batches;
+  Heuristic h(w, c, micro_batches, respect_memory);
+
+  // Starts: for each stage count, an order cut into equal runs (as many devices as shares allow): the
+  // locality order, and the devices by memory and by speed (when not every device can take part, or
+  // the small ones cannot hold a stage).
+  std::vector<std::vector<int>> orders{locality_order(c)};
+  for (auto key : {&ClusterRank::memory_gb, &ClusterRank::speed}) {
+    std::vector<int> o = orders[0];
+    std::stable_sort(o.begin(), o.end(), [&](int a, int b) {
+      const double x = c.rank(a).*key, y = c.rank(b).*key;
+      return (x == 0 ? 1e300 : x) > (y == 0 ? 1e300 : y);  // memory 0: no limit
+    });
+    orders.push_back(o);
+  }
+  Sets best_sets;
+  Plan best_plan;
+  double best_t = kInf;
+  const auto limit = start + std::chrono::duration<double>(o.heuristic_seconds);
+  for (const auto& order : orders)
+    for (int S : stage_counts(std::min(n, d))) {
+      if (best_t < kInf && std::chrono::steady_clock::now() > limit) break;
+      int64_t per = d / S, extra = d % S;
+      if (per >= mb) per = mb, extra = 0;
+      Sets sets(static_cast<size_t>(S));
+      for (int s = 0, i = 0; s < S; ++s) {
+        for (int64_t k = 0; k < per + (s < extra ? 1 : 0); ++k) sets[size_t(s)].push_back(order[size_t(i++)]);
+        std::sort(sets[size_t(s)].begin(), sets[size_t(s)].end());
+      }
+      Plan plan;
+      const double t = h.cut(sets, plan);
+      if (t < best_t) best_t = t, best_sets = sets, best_plan = plan;
+    }
+  PlanResult r;
+  r.method = "heuristic";
+  if (best_t == kInf) return r;
+
+  // Local search over the devices of the stages, until no move helps for a while or time runs out.
+  std::mt19937_64 rng(o.seed);
+  std::vector<bool> in_use(static_cast<size_t>(d), false);
+  for (const auto& s : best_sets)
+    for (int x : s) in_use[size_t(x)] = true;
+  std::vector<int> unused;
+  for (int x = 0; x < d; ++x)
+    if (!in_use[size_t(x)]) unused.push_back(x);
+  for (int failures = 0; failures < 400 && std::chrono::steady_clock::now() < limit;) {
+    Sets sets = best_sets;
+    std::vector<int> spare = unused;
+    if (!neighbour(sets, spare, rng)) {
+      ++failures;
+      continue;
+    }
+    Plan plan;
+    const double t = h.cut(sets, plan);
+    if (t < best_t * (1 - 1e-12)) {
+      best_t = t, best_sets = std::move(sets), best_plan = std::move(plan), unused = std::move(spare);
+      failures = 0;
+    } else {
+      ++failures;
+    }
+  }
+  h.refine(best_plan, best_t);
+  r.plan = best_plan;
+  r.prediction = evaluate(w, c, r.plan);
+  r.feasible = r.prediction.fits || !respect_memory;
+  return r;
+}
+
+PlanResult plan_heuristic(const Workload& w, const Cluster& c, int64_t micro_batches, const PlanOptions& o) {
+  return detail::heuristic_search(w, c, micro_batches, o, true);
+}
+
+}  // namespace dp::pipeline

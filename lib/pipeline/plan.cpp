@@ -1,0 +1,139 @@
+// plan_pipeline(): the planners over the candidate micro-batch counts; the baselines (naive, data
+// parallel) under the same model; and the explanation of a request nothing fits.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "lib/core/error.h"
+#include "lib/pipeline/plan_internal.h"
+
+namespace dp::pipeline {
+namespace {
+
+double exact_work(int blocks, int devices) {
+  return 0.5 * double(blocks) * double(blocks + 1) * double(std::min(blocks, devices)) * std::pow(4.0, devices);
+}
+
+bool better(const PlanResult& a, const PlanResult& b) {
+  if (a.feasible != b.feasible) return a.feasible;
+  return a.prediction.minibatch_s < b.prediction.minibatch_s;
+}
+
+// A plan with its stages' recomputation chosen and its prediction; feasible when every stage fits.
+PlanResult finished(const Workload& w, const Cluster& c, Plan plan, const char* method) {
+  PlanResult r;
+  r.method = method;
+  r.feasible = true;
+  const int S = int(plan.stages.size());
+  for (int s = 0; s < S; ++s) {
+    Stage& st = plan.stages[size_t(s)];
+    if (!choose_recompute(w, c, st.first, st.last, st.ranks, S - s, plan.micro_batches, st.recompute)) {
+      r.feasible = false;
+      st.recompute.clear();
+    }
+  }
+  r.prediction = evaluate(w, c, plan);
+  r.plan = std::move(plan);
+  return r;
+}
+
+template <class MakePlan>
+PlanResult best_over_micro_batches(const Workload& w, const Cluster& c, const char* method, MakePlan make) {
+  PlanResult best;
+  bool any = false;
+  for (int64_t M : w.micro_batch_counts) {
+    Plan plan;
+    if (!make(M, plan)) continue;
+    PlanResult r = finished(w, c, std::move(plan), method);
+    if (!any || better(r, best)) best = std::move(r), any = true;
+  }
+  DP_CHECK(any, "a micro-batch count the baseline can use");
+  return best;
+}
+
+}  // namespace
+
+PlanResult plan_pipeline(const Workload& w, const Cluster& c, const PlanOptions& o) {
+  const int n = int(w.blocks.size()), d = c.size();
+  const bool exact = o.force_exact || (!o.force_heuristic && d <= o.exact_max_devices &&
+                                       exact_work(n, d) <= o.exact_max_work);
+  PlanOptions each = o;  // the heuristic's time shared among the micro-batch counts
+  each.heuristic_seconds = o.heuristic_seconds / double(w.micro_batch_counts.size());
+  PlanResult best;
+  for (int64_t M : w.micro_batch_counts) {
+    PlanResult r = exact ? plan_exact(w, c, M) : plan_heuristic(w, c, M, each);
+    if (r.feasible && (!best.feasible || better(r, best))) best = std::move(r);
+  }
+  if (best.feasible) return best;
+  // Nothing fits: the fastest plan with memory ignored, at the smallest micro-batches, to explain why.
+  const int64_t M = *std::max_element(w.micro_batch_counts.begin(), w.micro_batch_counts.end());
+  best = exact ? detail::exact_search(w, c, M, false) : detail::heuristic_search(w, c, M, each, false);
+  best.feasible = false;
+  return best;
+}
+
+PlanResult naive_plan(const Workload& w, const Cluster& c) {
+  const int n = int(w.blocks.size()), S = std::min(n, c.size());
+  return best_over_micro_batches(w, c, "naive", [&](int64_t M, Plan& plan) {
+    plan.micro_batches = M;
+    for (int s = 0, first = 0; s < S; ++s) {
+      const int count = n / S + (s < n % S ? 1 : 0);
+      plan.stages.push_back({first, first + count - 1, {s}, {}});
+      first += count;
+    }
+    return true;
+  });
+}
+
+PlanResult data_parallel_plan(const Workload& w, const Cluster& c) {
+  return best_over_micro_batches(w, c, "data parallel", [&](int64_t M, Plan& plan) {
+    if (w.global_batch / M < c.size()) return false;
+    std::vector<int> all(size_t(c.size()));
+    std::iota(all.begin(), all.end(), 0);
+    plan.micro_batches = M;
+    plan.stages.push_back({0, int(w.blocks.size()) - 1, all, {}});
+    return true;
+  });
+}
+
+PlanResult finish_plan(const Workload& w, const Cluster& c, Plan plan) {
+  return finished(w, c, std::move(plan), "given");
+}
+
+std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanResult& best) {
+  // The least any stage of the best plan could need: every block recomputed, one micro-batch in flight.
+  const detail::Prefix p(w);
+  const int64_t mb = w.global_batch / best.plan.micro_batches;
+  std::string worst;
+  double worst_over = 0;
+  for (size_t s = 0; s < best.plan.stages.size(); ++s) {
+    const Stage& st = best.plan.stages[s];
+    std::vector<int> all(size_t(st.last - st.first + 1));
+    std::iota(all.begin(), all.end(), st.first);
+    const auto shares = detail::micro_batch_shares(c, st.ranks, mb);
+    for (size_t i = 0; i < st.ranks.size(); ++i) {
+      const double memory = c.rank(st.ranks[i]).memory_gb * 1e9;
+      const double need = detail::device_peak_bytes(w, p, st.first, st.last, 1, shares[i], all);
+      if (memory > 0 && need - memory > worst_over) {
+        worst_over = need - memory;
+        worst = fmt::format("stage {} (blocks {}-{} on rank {}) needs {:.3g} GB even recomputing every block with "
+                            "one micro-batch in flight, {:.3g} GB more than the rank's {:.3g} GB",
+                            s, st.first, st.last, st.ranks[i], need / 1e9, worst_over / 1e9, memory / 1e9);
+      }
+    }
+  }
+  const double state = w.state_per_param_byte * detail::Prefix::sum(p.params, 0, int(w.blocks.size()) - 1);
+  double total = 0;
+  for (const auto& r : c.ranks()) total += r.memory_gb * 1e9;
+  if (worst.empty())
+    worst = fmt::format("no plan keeps every stage within memory with 1F1B's micro-batches in flight (the best, "
+                        "with {} micro-batches of {} samples, fits only with fewer in flight)",
+                        best.plan.micro_batches, mb);
+  return fmt::format("{}; the model's parameters and optimizer state take {:.3g} GB, the {} devices have {:.3g} GB "
+                     "in all: add devices or memory, or use more micro-batches of fewer samples",
+                     worst, state / 1e9, c.size(), total / 1e9);
+}
+
+}  // namespace dp::pipeline

@@ -1,0 +1,149 @@
+// The pipeline planner: how to cut a model (an ordered list of blocks) into stages, which devices run
+// each stage (several devices: data parallel inside the stage, each taking a share of every
+// micro-batch in proportion to its speed), how many micro-batches a mini-batch is cut into, and which
+// blocks of each stage recompute their activations so that every device fits its memory, together, for
+// 1F1B with a flush per mini-batch (synchronous: the same mathematics as one process).
+//
+// Cost model (man dptrain(1), PIPELINE MODEL, has it with every term): the resources of a pipeline are its
+// stages and the links between adjacent stages; a micro-batch costs each stage its forward, backward and
+// recomputed forward (slowest replica), and each link the activations forward plus their gradients back.
+// A mini-batch of M micro-batches takes
+//     T = sum over resources of t_r + (M - 1) * max over resources of t_r + allreduce tail,
+// the fill and drain of the pipeline plus M - 1 micro-batches through its bottleneck; a replicated stage
+// reduces its gradients (ring allreduce over its devices) once its last backward is done, while the
+// stages before it still drain, and only what sticks out of that drain adds to T. Memory per device:
+// parameters, gradients and optimizer state, activations kept for min(M, stages after it + 1)
+// micro-batches in flight (a recomputed block keeps only its input), the largest block's transient
+// memory, and the boundary buffers. With equal devices, one bandwidth, no latencies and M -> infinity,
+// T / M is PipeDream's objective (the slowest stage or link, replicated stages dividing their work).
+//
+// Planners: exact (a dynamic program over block ranges, device sets and positions, keeping the Pareto
+// set of (sum, max, allreduce tail) per state; exact for the model, affordable up to about 8 devices),
+// and a heuristic beyond (stages on contiguous runs of a locality order of the devices, blocks cut by a
+// bisection on the bottleneck, then local search over boundaries and devices). Recomputation is chosen
+// per stage: the blocks whose recomputation costs least while the stage fits, which is exact because T
+// only grows with a stage's time; the partition then moves blocks away from stages that recompute.
+//
+// Pure functions of the block table and a Cluster (lib/cluster): no MPI, no clocks but time limits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/cluster/cluster.h"
+
+namespace dp::pipeline {
+
+// One block's costs per training sample. Times on a device of speed 1.
+struct BlockCost {
+  std::string name;
+  double forward_s = 0, backward_s = 0;
+  double output_bytes = 0;  // the tensor crossing the boundary after this block (its gradient goes back)
+  double saved_bytes = 0;   // activations kept from forward to backward
+  double work_bytes = 0;    // transient memory of its forward or backward (freed after)
+  double param_bytes = 0;   // bytes of its parameters (the block's total, not per sample)
+};
+
+struct Workload {
+  std::vector<BlockCost> blocks;
+  double input_bytes = 0;            // per sample: the input of block 0 (the data)
+  int64_t global_batch = 0;          // samples of one mini-batch (one optimizer step)
+  std::vector<int64_t> micro_batch_counts;  // candidates for M, each dividing global_batch
+  double state_per_param_byte = 3;   // resident bytes per parameter byte: weights, gradients, optimizer
+                                     //   state (SGD with momentum: 3; Adam: 4)
+  // The input bytes of block b (what a recomputed block keeps): the boundary before it.
+  double input_bytes_of(int b) const { return b == 0 ? input_bytes : blocks[size_t(b) - 1].output_bytes; }
+};
+
+struct Stage {
+  int first = 0, last = 0;     // blocks [first, last]
+  std::vector<int> ranks;      // its devices (ranks of the Cluster, ascending: the order its samples are
+                               //   laid out in and its ring runs), data parallel inside the stage
+  std::vector<int> recompute;  // blocks that keep only their input and re-run forward before backward
+};
+
+struct Plan {
+  std::vector<Stage> stages;
+  int64_t micro_batches = 1;  // M
+};
+
+struct StagePrediction {
+  std::vector<int64_t> shares;       // samples of one micro-batch on each device of the stage
+  double forward_s = 0;              // per micro-batch, the slowest replica
+  double backward_s = 0;             // per micro-batch, recomputation included
+  double recompute_s = 0;            // the part of backward_s that re-runs forwards
+  double link_s = 0;                 // to the next stage: activations forward + gradients back
+  double link_forward_s = 0, link_backward_s = 0;
+  double allreduce_s = 0;            // of its gradients, once per mini-batch (0: one device)
+  int64_t in_flight = 0;             // micro-batches whose activations it holds at once
+  std::vector<double> peak_bytes;    // per device of the stage
+  std::vector<double> memory_bytes;  // per device: its memory (0: unknown, no limit)
+  double busy_fraction = 0;          // M * (forward + backward) / T
+  bool fits = true;
+};
+
+struct Prediction {
+  std::vector<StagePrediction> stages;
+  double minibatch_s = 0;      // T
+  double samples_per_s = 0;    // global_batch / T
+  double bottleneck_s = 0;     // the slowest resource, per micro-batch
+  double allreduce_tail_s = 0; // what the allreduces add after the pipeline drains
+  double bubble_fraction = 0;  // 1 - the stages' mean busy fraction
+  bool fits = true;            // every device within its memory
+};
+
+// The model's prediction for a plan (its recompute lists as given). Throws InternalError for a plan that
+// does not cover the blocks in order or uses a rank twice (callers validate user input first).
+Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan);
+
+// The cheapest recomputation for blocks [first, last] on `ranks` at position `from_end` (1: the last
+// stage) with M micro-batches: fewest recomputed forward seconds such that every device fits. Returns
+// false when nothing fits (then `recompute` holds every block).
+bool choose_recompute(const Workload& w, const Cluster& c, int first, int last, const std::vector<int>& ranks,
+                      int from_end, int64_t micro_batches, std::vector<int>& recompute);
+
+struct PlanOptions {
+  int exact_max_devices = 8;          // larger clusters: the heuristic
+  double exact_max_work = 2e8;        // the exact DP's estimated transitions above which the heuristic runs
+  double heuristic_seconds = 2.0;     // the heuristic's local search time limit, over all micro-batch counts
+  uint64_t seed = 1;
+  bool force_exact = false, force_heuristic = false;
+};
+
+struct PlanResult {
+  Plan plan;
+  Prediction prediction;
+  std::string method;  // "exact" | "heuristic"
+  bool feasible = false;
+};
+
+// The plan of least predicted mini-batch time that fits memory, over the candidate micro-batch counts.
+// feasible false: nothing fits (plan: the least-time plan with memory ignored, for the explanation).
+PlanResult plan_pipeline(const Workload& w, const Cluster& c, const PlanOptions& o = {});
+PlanResult plan_exact(const Workload& w, const Cluster& c, int64_t micro_batches);
+PlanResult plan_heuristic(const Workload& w, const Cluster& c, int64_t micro_batches, const PlanOptions& o);
+
+// Baselines under the same model, each at its best candidate micro-batch count with the cheapest fitting
+// recomputation: `naive` (min(blocks, ranks) stages of equal block counts, ranks in order, one each) and
+// `data parallel` (one stage of every block on every rank).
+PlanResult naive_plan(const Workload& w, const Cluster& c);
+PlanResult data_parallel_plan(const Workload& w, const Cluster& c);
+
+// A plan's stages with each one's cheapest fitting recomputation, and its prediction (method "given";
+// feasible false when a stage cannot fit even recomputing every block).
+PlanResult finish_plan(const Workload& w, const Cluster& c, Plan plan);
+
+// A user's stages (recomputation left to finish_plan): "0-16x3,17-39", block ranges in order ("7": one
+// block), "xR" for R replicas, ranks taken in rank order; or "0-16@0+1+2,17-39@3-5" naming each stage's
+// ranks. Throws UsageError (where: `where`) for ranges that leave blocks out, overlap, or run past the
+// last block, a rank named twice or out of range, more devices than the cluster has, and more replicas
+// than a micro-batch has samples.
+Plan parse_stages(const std::string& text, const Workload& w, const Cluster& c, int64_t micro_batches,
+                  const std::string& where);
+
+// Why nothing fits, as one line: the stage that cannot fit even recomputing every block with one
+// micro-batch in flight, by how much, and what would.
+std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanResult& best);
+
+}  // namespace dp::pipeline

@@ -1,0 +1,71 @@
+// Pieces of the pipeline cost model shared by evaluate() and the planners: one stage on its devices,
+// one link between two stages, and a block table with prefix sums so a stage's sums cost O(1).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/pipeline/plan.h"
+
+namespace dp::pipeline::detail {
+
+// Prefix sums over the blocks: sum(v, a, b) is the sum of blocks [a, b].
+struct Prefix {
+  std::vector<double> forward, backward, saved, params;
+  explicit Prefix(const Workload& w);
+  static double sum(const std::vector<double>& v, int a, int b) { return v[size_t(b) + 1] - v[size_t(a)]; }
+};
+
+// One stage on `ranks` with `recompute`, holding `in_flight` micro-batches of `micro_batch` samples.
+struct StageCost {
+  std::vector<int64_t> shares;
+  double forward_s = 0, backward_s = 0, recompute_s = 0, allreduce_s = 0;
+  std::vector<double> peak_bytes, memory_bytes;
+  bool fits = true;
+  double over_bytes = 0;  // the most any device is over its memory (0 when it fits)
+};
+
+// Samples of one micro-batch on each rank, in proportion to speed (every rank at least 1).
+std::vector<int64_t> micro_batch_shares(const Cluster& c, const std::vector<int>& ranks, int64_t micro_batch);
+
+StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,
+                     const std::vector<int>& ranks, int64_t in_flight, int64_t micro_batch,
+                     const std::vector<int>& recompute);
+
+// The peak bytes of a device holding `share` samples of each micro-batch (see plan.h for the terms).
+double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
+                         const std::vector<int>& recompute);
+
+// choose_recompute() with the prefix sums and shares at hand.
+bool cheapest_recompute(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,
+                        const std::vector<int>& ranks, const std::vector<int64_t>& shares, int64_t in_flight,
+                        std::vector<int>& recompute);
+
+// Seconds to move the boundary tensor after block `boundary` from the stage on `from` to the stage on
+// `to` (forward; backward is the same with the links reversed). Samples are laid out in rank order on
+// both sides; each device sends or receives its overlaps one after another, the devices in parallel.
+struct LinkCost {
+  double forward_s = 0, backward_s = 0;
+};
+LinkCost link_cost(const Workload& w, const Cluster& c, int boundary, const std::vector<int>& from,
+                   const std::vector<int64_t>& from_shares, const std::vector<int>& to,
+                   const std::vector<int64_t>& to_shares);
+
+// Ring allreduce of `bytes` over `ranks` in their order (0 for one rank).
+double ring_allreduce_seconds(const Cluster& c, const std::vector<int>& ranks, double bytes);
+
+// The mini-batch time from per-stage and per-link costs (plan.h's formula).
+struct Totals {
+  double minibatch_s = 0, bottleneck_s = 0, tail_s = 0;
+};
+Totals combine(const std::vector<StageCost>& stages, const std::vector<LinkCost>& links, int64_t micro_batches);
+
+// The planners, with memory limits respected or (for explaining an infeasible request) ignored.
+PlanResult exact_search(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory);
+PlanResult heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches, const PlanOptions& o,
+                            bool respect_memory);
+
+// Ranks of a bit mask, ascending.
+std::vector<int> mask_ranks(uint32_t mask);
+
+}  // namespace dp::pipeline::detail
