@@ -71,6 +71,8 @@ _dptrain_paths() {
     for f in $(compgen -f -- "$cur"); do
       [[ $f == *.toml && ! -d $f ]] && COMPREPLY+=("$f")
     done
+  elif [[ $kind == any ]]; then
+    COMPREPLY+=($(compgen -f -- "$cur"))
   fi
 }
 
@@ -169,10 +171,13 @@ _dptrain() {
   elif [[ $sub == plan ]]; then
     case $prev in
       --set) _dptrain_set_arg "$cur" ;;
-      --workers | --seed) ;;
+      --workers | --seed | --profile-batch | --stages | --micro-batches) ;;
+      --cluster) _dptrain_paths "$cur" toml ;;
+      --profile) _dptrain_paths "$cur" any ;;
       *)
         if [[ $cur == -* ]]; then
-          COMPREPLY=($(compgen -W "--set --workers --seed --json -h --help" -- "$cur"))
+          COMPREPLY=($(compgen -W "--set --workers --seed --json --cluster --profile --profile-batch --stages
+            --micro-batches -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
         fi

@@ -27,6 +27,9 @@ class Cnn final : public Model {
   StepStats evaluate(const Batch& b) override;
   std::string describe() const override;
 
+ protected:
+  std::vector<int64_t> unparameterised_input() const override { return {shape_.height, shape_.width}; }
+
  private:
   struct Conv {
     cpu::ConvShape shape;  // n is set per batch

@@ -11,7 +11,8 @@
 namespace dp {
 
 uint64_t Model::fingerprint() const {
-  // FNV-1a over the type and each layer's kind and parameter count.
+  // FNV-1a over the type, the input dimensions the parameters do not show, and each layer's kind and
+  // parameter count.
   uint64_t h = 0xcbf29ce484222325ull;
   auto mix = [&h](const void* data, size_t bytes) {
     const auto* p = static_cast<const unsigned char*>(data);
@@ -19,10 +20,10 @@ uint64_t Model::fingerprint() const {
   };
   const std::string t = type();
   mix(t.data(), t.size());
+  for (int64_t d : unparameterised_input()) mix(&d, sizeof d);
   for (const LayerInfo& l : layers_) {
     mix(l.kind.data(), l.kind.size());
     mix(&l.param_count, sizeof l.param_count);
-    mix(&l.activations_per_sample, sizeof l.activations_per_sample);
   }
   return h;
 }

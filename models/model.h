@@ -82,12 +82,16 @@ class Model {
   // Forward FLOPs of one sample (sum over layers); backward costs about twice this.
   double flops_per_sample() const;
 
-  // Identifies the architecture (type and layer shapes), not the values: checkpoints must match it.
+  // Identifies the architecture (type, the input dimensions the parameters do not show, and each layer's
+  // kind and parameter count), not the values: checkpoints must match it. Activation sizes stay out, so
+  // correcting how they are counted does not orphan checkpoints.
   uint64_t fingerprint() const;
   // "mlp: 784-256-128-10, 235,146 parameters".
   virtual std::string describe() const = 0;
 
  protected:
+  // Input dimensions that shape the model without showing in its parameter counts (a CNN's image size).
+  virtual std::vector<int64_t> unparameterised_input() const { return {}; }
   void gradients_ready(int64_t offset) {
     if (gradients_ready_) gradients_ready_(offset);
   }

@@ -1,6 +1,7 @@
 // `dptrain plan JOB.toml`: what a run of the job would do before it starts, with no MPI: the division of
 // the global batch among the ranks (I-DAT's first division from the job's speeds, and the one emulated
-// slowdowns call for) and the gradient buckets of MRA; for strategy "cgp", the groups (plan_cgp.cpp).
+// slowdowns call for) and the gradient buckets of MRA; for strategy "cgp", the groups (plan_cgp.cpp);
+// with --profile, a pipeline (plan_pipeline.cpp).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -30,12 +31,16 @@ void print_division(const char* title, const std::vector<int64_t>& shares, const
 }  // namespace
 
 int cmd_plan(const PlanCommand& cmd) {
-  const Job job = load_job(cmd.job_path, cmd.overrides);
+  const Job job = load_job(cmd.job_path, cmd.overrides, cmd.cluster_file);
+  if (!cmd.profile.empty()) return plan_pipeline(cmd, job);
+  if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0)
+    throw UsageError(!cmd.stages.empty() ? "--stages" : cmd.micro_batches > 0 ? "--micro-batches" : "--profile-batch",
+                     "plans a pipeline, which needs a layer profile", "add --profile FILE");
   if (job.parallel.strategy == "cgp") return plan_cgp(cmd, job);
   if (cmd.workers > 0 || cmd.json || cmd.seed_given)
     throw UsageError(cmd.workers > 0 ? "--workers" : cmd.json ? "--json" : "--seed",
-                     "plans the groups of strategy cgp; this job's [parallel] strategy is data",
-                     "add --set parallel.strategy=cgp");
+                     "plans the groups of strategy cgp or a pipeline; this job's [parallel] strategy is data",
+                     "add --set parallel.strategy=cgp, or --profile FILE for a pipeline");
   const int ranks = int(job.launch.ranks);
   const int64_t batch = job.train.global_batch;
   std::printf("job %s: %d rank(s), global batch %lld, division %s\n", job.job.name.c_str(), ranks,

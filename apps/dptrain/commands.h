@@ -46,11 +46,18 @@ struct PlanCommand {
   int64_t workers = 0;                 // --workers: plan CGP for this many ranks drawn from the job's kinds
   uint64_t seed = 0;                   // --seed: of the draw and the solvers (seed_given false: [job] seed)
   bool seed_given = false;
-  bool json = false;                   // --json: one JSON object instead of the text (strategy cgp)
+  bool json = false;                   // --json: one JSON object instead of the text (cgp, pipeline)
+  std::string cluster_file;            // --cluster: plan on this cluster file's [cluster] instead of the job's
+  std::string profile;                 // --profile: a layer profile; plans a pipeline
+  double profile_batch = 0;            // --profile-batch: samples the profile's times are for (0: global batch)
+  std::string stages;                  // --stages: a partition to evaluate beside the planner's
+  int64_t micro_batches = 0;           // --micro-batches: M (0: the planner tries the divisors up to 64)
 };
 int cmd_plan(const PlanCommand& cmd);
 // plan_cgp.cpp: cmd_plan for [parallel] strategy = "cgp".
 int plan_cgp(const PlanCommand& cmd, const Job& job);
+// plan_pipeline.cpp: cmd_plan with --profile: stages, devices, micro-batches and recomputation.
+int plan_pipeline(const PlanCommand& cmd, const Job& job);
 
 // Outside an MPI job: runs this same command line (less --dry-run, plus extra_args) on the ranks of
 // `launch` through mpirun and returns its exit status; with dry_run, prints the mpirun command instead.

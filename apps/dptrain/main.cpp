@@ -63,16 +63,31 @@ int main(int argc, char** argv) {
 
   PlanCommand plan;
   auto* plan_cmd = app.add_subcommand("plan", "show how a job would divide its batch and bucket its "
-                                              "gradients, or group its ranks (strategy cgp)");
+                                              "gradients, group its ranks (strategy cgp), or run as a "
+                                              "pipeline (--profile)");
   plan_cmd->add_option("job", plan.job_path, "the TOML job file")->required()->type_name("JOB.toml");
   plan_cmd->add_option("--set", plan.overrides, "override a job key, validated like the file (repeatable)")
       ->type_name("KEY=VALUE")->allow_extra_args(false);
   plan_cmd->add_option("--workers", plan.workers,
-                       "strategy cgp: plan for N ranks drawn from the job's device kinds (default: the job's ranks)")
+                       "cgp, pipeline: plan for N ranks drawn from the job's device kinds (default: the job's ranks)")
       ->check(CLI::PositiveNumber)->type_name("N");
-  auto* plan_seed = plan_cmd->add_option("--seed", plan.seed, "strategy cgp: seed of --workers' draw and of the "
+  auto* plan_seed = plan_cmd->add_option("--seed", plan.seed, "cgp, pipeline: seed of --workers' draw and of the "
                                                               "solvers (default: [job] seed)")->type_name("S");
-  plan_cmd->add_flag("--json", plan.json, "strategy cgp: print the plan as one JSON object");
+  plan_cmd->add_flag("--json", plan.json, "cgp, pipeline: print the plan as one JSON object");
+  plan_cmd->add_option("--cluster", plan.cluster_file, "plan on this cluster file's [cluster] instead of the job's")
+      ->type_name("FILE");
+  plan_cmd->add_option("--profile", plan.profile,
+                       "plan a pipeline from this layer profile (PipeDream's graph.txt): stages, devices, "
+                       "micro-batches, recomputation")->type_name("FILE");
+  plan_cmd->add_option("--profile-batch", plan.profile_batch,
+                       "pipeline: samples of a minibatch in the profile's times and sizes (default: the job's "
+                       "global batch)")->check(CLI::PositiveNumber)->type_name("N");
+  plan_cmd->add_option("--stages", plan.stages,
+                       "pipeline: also evaluate these stages, \"0-16x3,17-39\" (block ranges, xR replicas) or "
+                       "\"0-16@0+1+2,17-39@3\" (their ranks)")->type_name("STAGES");
+  plan_cmd->add_option("--micro-batches", plan.micro_batches,
+                       "pipeline: micro-batches per mini-batch (default: the best divisor of the global batch "
+                       "up to 64)")->check(CLI::PositiveNumber)->type_name("M");
   plan_cmd->callback([&] {
     plan.seed_given = plan_seed->count() > 0;
     status = cmd_plan(plan);

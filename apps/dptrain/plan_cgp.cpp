@@ -15,6 +15,7 @@
 #include "lib/cgp/cgp.h"
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
+#include "lib/core/json.h"
 #include "lib/data/dataset.h"
 #include "models/model.h"
 
@@ -200,33 +201,13 @@ void print_text(const Job& job, const Plan& p, const std::vector<cgp::Solution>&
 
 // ---- JSON ----------------------------------------------------------------------------------------------
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", int(c));
-    else out += c;
-  }
-  return out + "\"";
-}
-
-std::string ints(const std::vector<int>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(v[i]);
-  }
-  s += ']';
-  return s;
-}
-
 std::string prediction_json(const cgp::Prediction& p) {
   std::string groups;
   for (const cgp::GroupPrediction& g : p.groups)
     groups += fmt::format("{}{{\"members\":{},\"batch\":{},\"speed_sum\":{:.9g},\"compute_s\":{:.9g},"
                           "\"allreduce_s\":{:.9g},\"step_s\":{:.9g},\"exchange_s\":{:.9g},\"gather_s\":{:.9g},"
                           "\"held_s\":{:.9g},\"cycle_s\":{:.9g},\"samples_per_s\":{:.9g},\"staleness\":{:.9g}}}",
-                          groups.empty() ? "" : ",", ints(g.members), g.batch, g.speed_sum, g.compute_s,
+                          groups.empty() ? "" : ",", json_ints(g.members), g.batch, g.speed_sum, g.compute_s,
                           g.allreduce_s, g.step_s, g.exchange_s, g.gather_s, g.held_s, g.cycle_s, g.samples_per_s,
                           g.staleness);
   return fmt::format("{{\"samples_per_s\":{:.9g},\"max_staleness\":{:.9g},\"server_load\":{:.9g},\"groups\":[{}]}}",
@@ -237,10 +218,10 @@ std::string solution_json(const cgp::Solution& s) {
   std::string front;
   for (const cgp::FrontPoint& f : s.front)
     front += fmt::format("{}{{\"samples_per_s\":{:.9g},\"max_staleness\":{:.9g},\"grouping\":{}}}",
-                         front.empty() ? "" : ",", f.samples_per_s, f.max_staleness, ints(f.grouping));
+                         front.empty() ? "" : ",", f.samples_per_s, f.max_staleness, json_ints(f.grouping));
   return fmt::format("{{\"solver\":{},\"seconds\":{:.6g},\"evaluations\":{},\"time_limited\":{},\"grouping\":{},"
                      "\"prediction\":{},\"front\":[{}]}}",
-                     quoted(s.solver), s.seconds, s.evaluations, s.time_limited, ints(s.grouping),
+                     json_quoted(s.solver), s.seconds, s.evaluations, s.time_limited, json_ints(s.grouping),
                      prediction_json(s.prediction), front);
 }
 
@@ -249,7 +230,7 @@ void print_json(const Job& job, const Plan& p, const std::vector<cgp::Solution>&
   const cgp::Workload& w = p.workload;
   std::string sols;
   for (const cgp::Solution& s : solutions) append(sols, ",", solution_json(s));
-  if (sorted_error) sols += fmt::format(",{{\"solver\":\"sorted\",\"error\":{}}}", quoted(*sorted_error));
+  if (sorted_error) sols += fmt::format(",{{\"solver\":\"sorted\",\"error\":{}}}", json_quoted(*sorted_error));
   const std::string ratio = solutions.size() > 1 ? fmt::format("{:.9g}", solutions[0].prediction.samples_per_s /
                                                                               solutions[1].prediction.samples_per_s)
                                                  : "null";
@@ -258,9 +239,9 @@ void print_json(const Job& job, const Plan& p, const std::vector<cgp::Solution>&
               "\"sample_seconds\":%.9g,\"sample_seconds_from\":%s,\"balanced\":%s,\"exchange_every\":%lld,"
               "\"server_rank\":%d},\"max_staleness\":%lld,\"group_count\":%lld,\"solutions\":[%s],"
               "\"ratio_to_sorted\":%s,\"fixed\":%s}\n",
-              quoted(job.job.name).c_str(), p.cluster.size(), p.drawn ? "true" : "false", (unsigned long long)p.seed,
-              quoted(p.cluster.describe()).c_str(), quoted(p.model).c_str(), (long long)p.parameters, w.param_bytes,
-              (long long)w.global_batch, w.sample_seconds, quoted(p.sample_source).c_str(),
+              json_quoted(job.job.name).c_str(), p.cluster.size(), p.drawn ? "true" : "false", (unsigned long long)p.seed,
+              json_quoted(p.cluster.describe()).c_str(), json_quoted(p.model).c_str(), (long long)p.parameters, w.param_bytes,
+              (long long)w.global_batch, w.sample_seconds, json_quoted(p.sample_source).c_str(),
               w.balanced ? "true" : "false", (long long)w.exchange_every, w.server_rank,
               (long long)job.parallel.cgp.max_staleness, (long long)job.parallel.cgp.group_count, sols.c_str(),
               ratio.c_str(), fixed ? prediction_json(*fixed).c_str() : "null");

@@ -205,11 +205,13 @@ struct Job {
 };
 
 // Reads and validates a job file, then applies "--set dotted.key=value" overrides (validated the same way).
-// Throws JobError whose where() is "FILE:LINE:COL" (or "--set KEY=VALUE" for an override).
-Job load_job(const std::string& path, const std::vector<std::string>& overrides = {});
+// `cluster_file` (plan --cluster): a cluster file whose [cluster] replaces the job's (but for
+// [cluster.emulate]). Throws JobError whose where() is "FILE:LINE:COL" (or "--set KEY=VALUE").
+Job load_job(const std::string& path, const std::vector<std::string>& overrides = {},
+             const std::string& cluster_file = {});
 // Same, from text in memory; `source_name` is used in messages.
 Job parse_job(std::string_view text, const std::string& source_name,
-              const std::vector<std::string>& overrides = {});
+              const std::vector<std::string>& overrides = {}, const std::string& cluster_file = {});
 
 // The resolved job (every key, defaults included) as JSON text and as TOML text.
 std::string job_to_json(const Job& job);

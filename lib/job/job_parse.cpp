@@ -216,7 +216,7 @@ void merge_cluster_file(toml::table& doc, const std::string& source_name, Origin
 }  // namespace job_detail
 
 Job parse_job(std::string_view text, const std::string& source_name,
-              const std::vector<std::string>& overrides) {
+              const std::vector<std::string>& overrides, const std::string& cluster_file) {
   using namespace job_detail;
   toml::table doc;
   try {
@@ -226,6 +226,15 @@ Job parse_job(std::string_view text, const std::string& source_name,
                    "the file is not valid TOML");
   }
   check_structure(doc, source_name);
+  if (!cluster_file.empty()) {
+    // Another cluster: the job's machine description gives way to the file's (its emulation stays).
+    toml::table& cluster = make_table(doc, "cluster");
+    std::vector<std::string> keys;
+    for (const auto& [key, node] : cluster)
+      if (key.str() != "emulate") keys.emplace_back(key.str());
+    for (const auto& key : keys) cluster.erase(key);
+    cluster.insert_or_assign("file", std::filesystem::absolute(cluster_file).string());
+  }
   Origins origins;
   merge_cluster_file(doc, source_name, origins);
   apply_overrides(doc, overrides, origins);
@@ -238,7 +247,7 @@ Job parse_job(std::string_view text, const std::string& source_name,
   return job;
 }
 
-Job load_job(const std::string& path, const std::vector<std::string>& overrides) {
+Job load_job(const std::string& path, const std::vector<std::string>& overrides, const std::string& cluster_file) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw JobError(path, "cannot read the job file: it is a directory", "give the path of a .toml job file");
@@ -251,7 +260,7 @@ Job load_job(const std::string& path, const std::vector<std::string>& overrides)
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw JobError(path, "cannot read the job file: read error");
-  return parse_job(text.str(), path, overrides);
+  return parse_job(text.str(), path, overrides, cluster_file);
 }
 
 }  // namespace dp

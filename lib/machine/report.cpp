@@ -2,22 +2,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "lib/core/json.h"
 #include "lib/machine/machine.h"
 
 namespace dp::machine {
 
-namespace {
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (unsigned char)c < 0x20 ? ' ' : c;
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 MachineReport report_machine() {
   MachineReport r;
@@ -47,14 +36,14 @@ std::string MachineReport::line() const {
 
 std::string MachineReport::json() const {
   std::vector<std::string> isa;
-  for (const std::string& n : cpu.isa.names()) isa.push_back(quoted(n));
+  for (const std::string& n : cpu.isa.names()) isa.push_back(json_quoted(n));
   return fmt::format(
       "{{\"cpu\": {}, \"vendor\": {}, \"family\": {}, \"model\": {}, \"isa\": [{}], \"blas\": {}, "
       "\"blas_version\": {}, \"blas_kernels\": {}, \"blas_kernels_best\": {}, \"blas_kernels_source\": {}, "
       "\"threads\": {}, \"convolutions\": {}}}",
-      quoted(cpu.model_name), quoted(cpu.vendor), cpu.family, cpu.model, fmt::join(isa, ", "), quoted(blas.library),
-      quoted(blas.version), quoted(blas.kernels), quoted(choice.best), quoted(choice.source), threads,
-      quoted(convolutions));
+      json_quoted(cpu.model_name), json_quoted(cpu.vendor), cpu.family, cpu.model, fmt::join(isa, ", "), json_quoted(blas.library),
+      json_quoted(blas.version), json_quoted(blas.kernels), json_quoted(choice.best), json_quoted(choice.source), threads,
+      json_quoted(convolutions));
 }
 
 }  // namespace dp::machine

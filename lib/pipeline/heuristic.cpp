@@ -4,10 +4,10 @@
 // slow devices had better stay out, by memory and by speed. For every stage count S, an order is cut
 // into S runs of equal size (the stages' devices) and the blocks are cut to minimise the slowest
 // resource: a bisection on that time, each step a greedy pass that extends a stage while its time, its
-// link and its memory (recomputing everything) allow. The best start is improved by local search over
-// the devices (move, swap, add, drop a device; split a stage or merge two), every candidate re-cut, and
-// the result by moving single block boundaries. Its gap to the exact planner is measured in
-// tests/bench/pipeline_planner.cpp.
+// link and its memory (recomputing everything) allow; for models up to 64 blocks, single boundary moves
+// after. The best start is improved by an iterated local search over the devices (move, swap, add, drop
+// a device; split a stage or merge two; a kick of three random moves when a descent stalls), every
+// candidate re-cut. Its gap to the exact planner is measured in tests/bench/pipeline_planner.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -71,7 +71,10 @@ class Heuristic {
       else lo = mid;
     }
     greedy(sets, hi, plan);
-    return finish(plan);
+    // The bisection minimises the bottleneck; with few micro-batches the fill and drain (the sum) weigh
+    // as much, which moving boundaries finds. Affordable on every candidate for small models.
+    const double t = finish(plan);
+    return n_ <= 64 ? refine(plan, t) : t;
   }
 
   // Moves single block boundaries while the predicted time falls.
@@ -347,28 +350,42 @@ PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t
   r.method = "heuristic";
   if (best_t == kInf) return r;
 
-  // Local search over the devices of the stages, until no move helps for a while or time runs out.
+  // Iterated local search over the devices of the stages: single moves from the current plan, taken
+  // when they help; after 100 in a row that do not, a kick (3 random moves from the best plan) restarts
+  // the descent elsewhere. Ends when 2,000 candidates in a row found nothing better, or at the limit.
   std::mt19937_64 rng(o.seed);
   std::vector<bool> in_use(static_cast<size_t>(d), false);
   for (const auto& s : best_sets)
     for (int x : s) in_use[size_t(x)] = true;
-  std::vector<int> unused;
+  std::vector<int> best_unused;
   for (int x = 0; x < d; ++x)
-    if (!in_use[size_t(x)]) unused.push_back(x);
-  for (int failures = 0; failures < 400 && std::chrono::steady_clock::now() < limit;) {
-    Sets sets = best_sets;
+    if (!in_use[size_t(x)]) best_unused.push_back(x);
+  Sets current = best_sets;
+  std::vector<int> unused = best_unused;
+  double current_t = best_t;
+  for (int failures = 0, since_best = 0; since_best < 2000 && std::chrono::steady_clock::now() < limit;) {
+    Sets sets = current;
     std::vector<int> spare = unused;
-    if (!neighbour(sets, spare, rng)) {
+    const bool kick = failures >= 100;
+    if (kick) sets = best_sets, spare = best_unused, failures = 0;
+    int moved = 0;
+    for (int k = 0; k < (kick ? 3 : 1); ++k) moved += neighbour(sets, spare, rng);
+    ++since_best;
+    if (!moved) {
       ++failures;
       continue;
     }
     Plan plan;
     const double t = h.cut(sets, plan);
-    if (t < best_t * (1 - 1e-12)) {
-      best_t = t, best_sets = std::move(sets), best_plan = std::move(plan), unused = std::move(spare);
+    if (kick || t < current_t * (1 - 1e-12)) {
+      current = sets, unused = spare, current_t = t;
       failures = 0;
     } else {
       ++failures;
+    }
+    if (t < best_t * (1 - 1e-12)) {
+      best_t = t, best_sets = std::move(sets), best_plan = std::move(plan), best_unused = std::move(spare);
+      since_best = 0;
     }
   }
   h.refine(best_plan, best_t);

@@ -168,6 +168,7 @@ class Reader {
       int last = -1;
       for (int v : nodes_[u].next) last = std::max(last, position[size_t(v)]);
       const int from = position[u];  // -1 for an input: it is there before the first block
+      if (from < 0 && last >= 0) p.input_bytes += nodes_[u].block.output_bytes;
       for (int b = std::max(from, 0); b < last; ++b) {
         bytes[size_t(b)] += nodes_[u].block.output_bytes;
         ++producers[size_t(b)];

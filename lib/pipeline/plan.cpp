@@ -55,6 +55,24 @@ PlanResult best_over_micro_batches(const Workload& w, const Cluster& c, const ch
 
 }  // namespace
 
+Workload workload_from_profile(const LayerProfile& p, double profile_batch) {
+  Workload w;
+  const size_t n = p.blocks.size();
+  for (size_t b = 0; b < n; ++b) {
+    const ProfiledBlock& pb = p.blocks[b];
+    BlockCost c;
+    c.name = pb.id + " " + pb.description;
+    c.forward_s = pb.forward_ms * 1e-3 / profile_batch;
+    c.backward_s = pb.backward_ms * 1e-3 / profile_batch;
+    c.output_bytes = (b + 1 < n ? p.boundary_bytes[b] : pb.output_bytes) / profile_batch;
+    c.saved_bytes = pb.output_bytes / profile_batch;
+    c.param_bytes = pb.param_bytes;
+    w.blocks.push_back(std::move(c));
+  }
+  w.input_bytes = p.input_bytes / profile_batch;
+  return w;
+}
+
 PlanResult plan_pipeline(const Workload& w, const Cluster& c, const PlanOptions& o) {
   const int n = int(w.blocks.size()), d = c.size();
   const bool exact = o.force_exact || (!o.force_heuristic && d <= o.exact_max_devices &&
@@ -103,9 +121,24 @@ PlanResult finish_plan(const Workload& w, const Cluster& c, Plan plan) {
 }
 
 std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanResult& best) {
-  // The least any stage of the best plan could need: every block recomputed, one micro-batch in flight.
   const detail::Prefix p(w);
+  const int n = int(w.blocks.size());
   const int64_t mb = w.global_batch / best.plan.micro_batches;
+  const double state = w.state_per_param_byte * detail::Prefix::sum(p.params, 0, n - 1);
+  double total = 0, largest = 0;
+  for (const auto& r : c.ranks()) total += r.memory_gb * 1e9, largest = std::max(largest, r.memory_gb * 1e9);
+  const std::string advice = fmt::format(
+      "; the model's parameters, gradients and optimizer state take {:.3g} GB, the {} {} {:.3g} GB in all: "
+      "add devices or memory, or use more micro-batches of fewer samples",
+      state / 1e9, c.size(), c.size() == 1 ? "device has" : "devices have", total / 1e9);
+  // A block that fits no device on its own, with one sample and everything recomputed.
+  for (int b = 0; b < n; ++b) {
+    const double need = detail::device_peak_bytes(w, p, b, b, 1, 1, {b});
+    if (largest > 0 && need > largest)
+      return fmt::format("block {} ({}) alone needs {:.3g} GB, more than the largest device's {:.3g} GB{}", b,
+                         w.blocks[size_t(b)].name, need / 1e9, largest / 1e9, advice);
+  }
+  // The fastest plan with memory ignored, at its least: every block recomputed, one micro-batch in flight.
   std::string worst;
   double worst_over = 0;
   for (size_t s = 0; s < best.plan.stages.size(); ++s) {
@@ -118,22 +151,18 @@ std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanRe
       const double need = detail::device_peak_bytes(w, p, st.first, st.last, 1, shares[i], all);
       if (memory > 0 && need - memory > worst_over) {
         worst_over = need - memory;
-        worst = fmt::format("stage {} (blocks {}-{} on rank {}) needs {:.3g} GB even recomputing every block with "
-                            "one micro-batch in flight, {:.3g} GB more than the rank's {:.3g} GB",
+        worst = fmt::format("stage {} (blocks {}-{} on rank {}) of the fastest plan needs {:.3g} GB even recomputing "
+                            "every block with one micro-batch in flight, {:.3g} GB more than the rank's {:.3g} GB",
                             s, st.first, st.last, st.ranks[i], need / 1e9, worst_over / 1e9, memory / 1e9);
       }
     }
   }
-  const double state = w.state_per_param_byte * detail::Prefix::sum(p.params, 0, int(w.blocks.size()) - 1);
-  double total = 0;
-  for (const auto& r : c.ranks()) total += r.memory_gb * 1e9;
   if (worst.empty())
-    worst = fmt::format("no plan keeps every stage within memory with 1F1B's micro-batches in flight (the best, "
-                        "with {} micro-batches of {} samples, fits only with fewer in flight)",
+    worst = fmt::format("the fastest plan ({} micro-batches of {} samples) fits only with fewer micro-batches in flight "
+                        "than 1F1B keeps",
                         best.plan.micro_batches, mb);
-  return fmt::format("{}; the model's parameters and optimizer state take {:.3g} GB, the {} devices have {:.3g} GB "
-                     "in all: add devices or memory, or use more micro-batches of fewer samples",
-                     worst, state / 1e9, c.size(), total / 1e9);
+  return fmt::format("no partition of the {} blocks over the {} device{} fits {} memory: {}{}", n, c.size(),
+                     c.size() == 1 ? "" : "s", c.size() == 1 ? "its" : "their", worst, advice);
 }
 
 }  // namespace dp::pipeline

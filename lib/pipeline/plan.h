@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "lib/cluster/cluster.h"
+#include "lib/pipeline/profile.h"
 
 namespace dp::pipeline {
 
@@ -55,6 +56,11 @@ struct Workload {
   // The input bytes of block b (what a recomputed block keeps): the boundary before it.
   double input_bytes_of(int b) const { return b == 0 ? input_bytes : blocks[size_t(b) - 1].output_bytes; }
 };
+
+// The blocks of a profile whose times and sizes are for minibatches of `profile_batch` samples, per
+// sample: each block keeps its output for its backward (what PipeDream's memory model stashes), with no
+// working memory beyond it. global_batch and micro_batch_counts are left to the caller.
+Workload workload_from_profile(const LayerProfile& p, double profile_batch);
 
 struct Stage {
   int first = 0, last = 0;     // blocks [first, last]

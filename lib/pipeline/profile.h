@@ -32,6 +32,7 @@ struct LayerProfile {
   std::string path;
   std::vector<ProfiledBlock> blocks;   // in running order
   std::vector<double> boundary_bytes;  // blocks.size() - 1 entries: bytes crossing after block i
+  double input_bytes = 0;              // the input nodes' outputs that blocks read (the data)
   bool chain = true;                   // every boundary carries exactly the previous block's output
 };
 

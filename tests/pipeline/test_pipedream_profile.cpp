@@ -54,6 +54,8 @@ BOOST_AUTO_TEST_CASE(alexnet_is_a_chain_but_for_its_size_op) {
   BOOST_TEST(p.blocks.front().forward_ms == 22.316);
   BOOST_TEST(p.blocks.front().output_bytes == 198246400.0);
   BOOST_TEST(p.blocks.front().param_bytes == 93184.0);
+  // The input node is the data: 256 images of 3 x 224 x 224 floats (the profile's minibatch).
+  BOOST_TEST(p.input_bytes == 256.0 * 3 * 224 * 224 * 4);
   // Every node's time but the input's (635.902 ms of data loading).
   BOOST_TEST(sum(p, &ProfiledBlock::forward_ms) == 680.703 - 635.902, tt::tolerance(1e-9));
   BOOST_TEST(sum(p, &ProfiledBlock::backward_ms) == 40.52, tt::tolerance(1e-9));

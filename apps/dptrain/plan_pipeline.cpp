@@ -1,0 +1,198 @@
+// `dptrain plan JOB.toml --profile FILE`: a pipeline for the job's global batch on its cluster (or
+// --cluster's, or --workers ranks drawn from its kinds): the planner's stages, devices, micro-batches and
+// recomputation with their predicted times and memory, beside the naive plan (equal block counts, ranks
+// in order) and data parallelism under the same model, and a user's --stages evaluated the same way.
+// --json prints the same as one JSON object. Nothing fits: one line saying which stage and what would.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "apps/dptrain/commands.h"
+#include "lib/cluster/cluster.h"
+#include "lib/core/error.h"
+#include "lib/core/json.h"
+#include "lib/pipeline/plan.h"
+
+namespace dp::app {
+namespace {
+
+using pipeline::PlanResult;
+
+std::vector<int64_t> micro_batch_counts(const PlanCommand& cmd, int64_t batch) {
+  if (cmd.micro_batches > 0) {
+    if (batch % cmd.micro_batches != 0)
+      throw UsageError("--micro-batches", fmt::format("{} micro-batches do not divide the global batch of {}",
+                                                      cmd.micro_batches, batch),
+                       "give a divisor of train.global_batch");
+    return {cmd.micro_batches};
+  }
+  std::vector<int64_t> out;
+  for (int64_t m = 1; m <= std::min<int64_t>(64, batch); ++m)
+    if (batch % m == 0) out.push_back(m);
+  return out;
+}
+
+double resident_bytes_per_param_byte(const OptimSection& o) {
+  // Weights and gradients, plus SGD's momentum or AdamW's two moments.
+  return o.name == "adamw" ? 4 : o.momentum != 0 ? 3 : 2;
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!s.empty()) s += ',';
+    s += j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return s.size() <= 24 ? s : fmt::format("{} ranks", ranks.size());
+}
+
+std::string blocks_text(const std::vector<int>& blocks) { return blocks.empty() ? "-" : ranks_text(blocks); }
+
+void print_stages(const std::string& title, const PlanResult& r) {
+  const auto& pr = r.prediction;
+  std::printf("%s\n  %5s %-10s %-24s %8s %8s %8s %8s %9s %5s %13s  %s\n", title.c_str(), "stage", "blocks", "ranks",
+              "fwd ms", "bwd ms", "link ms", "ar ms", "busy", "fly", "peak/mem GB", "recomputed");
+  for (size_t s = 0; s < r.plan.stages.size(); ++s) {
+    const auto& st = r.plan.stages[s];
+    const auto& sp = pr.stages[s];
+    double peak = 0, memory = 0;
+    for (size_t i = 0; i < sp.peak_bytes.size(); ++i)
+      if (sp.peak_bytes[i] > peak) peak = sp.peak_bytes[i], memory = sp.memory_bytes[i];
+    std::printf("  %5zu %-10s %-24s %8.3f %8.3f %8.3f %8.3f %8.1f%% %5lld %13s  %s\n", s,
+                fmt::format("{}-{}", st.first, st.last).c_str(), ranks_text(st.ranks).c_str(), sp.forward_s * 1e3,
+                sp.backward_s * 1e3, sp.link_s * 1e3, sp.allreduce_s * 1e3, sp.busy_fraction * 100,
+                (long long)sp.in_flight,
+                (memory > 0 ? fmt::format("{:.3g}/{:.3g}{}", peak / 1e9, memory / 1e9, sp.fits ? "" : "!")
+                            : fmt::format("{:.3g}/-", peak / 1e9)).c_str(),
+                blocks_text(st.recompute).c_str());
+  }
+}
+
+void print_summary_row(const char* name, const PlanResult& r) {
+  int devices = 0;
+  for (const auto& s : r.plan.stages) devices += int(s.ranks.size());
+  const auto& p = r.prediction;
+  std::printf("  %-14s %6zu %7d %5lld %12.3f %12.1f %8.1f%% %12.3f  %s\n", name, r.plan.stages.size(), devices,
+              (long long)r.plan.micro_batches, p.minibatch_s * 1e3, p.samples_per_s, p.bubble_fraction * 100,
+              p.bottleneck_s * 1e3, r.feasible ? "fits" : "does not fit");
+}
+
+std::string doubles(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{:.9g}", i ? "," : "", v[i]);
+  return s + "]";
+}
+
+std::string result_json(const PlanResult& r) {
+  std::string stages;
+  for (size_t s = 0; s < r.plan.stages.size(); ++s) {
+    const auto& st = r.plan.stages[s];
+    const auto& sp = r.prediction.stages[s];
+    std::vector<int> shares(sp.shares.begin(), sp.shares.end());
+    stages += fmt::format(
+        "{}{{\"first\":{},\"last\":{},\"ranks\":{},\"shares\":{},\"forward_s\":{:.9g},\"backward_s\":{:.9g},"
+        "\"recompute_s\":{:.9g},\"link_s\":{:.9g},\"allreduce_s\":{:.9g},\"in_flight\":{},\"busy_fraction\":{:.9g},"
+        "\"peak_bytes\":{},\"memory_bytes\":{},\"fits\":{},\"recompute\":{}}}",
+        s ? "," : "", st.first, st.last, json_ints(st.ranks), json_ints(shares), sp.forward_s, sp.backward_s,
+        sp.recompute_s, sp.link_s, sp.allreduce_s, sp.in_flight, sp.busy_fraction, doubles(sp.peak_bytes),
+        doubles(sp.memory_bytes), sp.fits, json_ints(st.recompute));
+  }
+  const auto& p = r.prediction;
+  return fmt::format("{{\"method\":{},\"feasible\":{},\"micro_batches\":{},\"minibatch_s\":{:.9g},"
+                     "\"samples_per_s\":{:.9g},\"bubble_fraction\":{:.9g},\"bottleneck_s\":{:.9g},"
+                     "\"allreduce_tail_s\":{:.9g},\"stages\":[{}]}}",
+                     json_quoted(r.method), r.feasible, r.plan.micro_batches, p.minibatch_s, p.samples_per_s,
+                     p.bubble_fraction, p.bottleneck_s, p.allreduce_tail_s, stages);
+}
+
+// The user's stages at the best of the candidate micro-batch counts (or --micro-batches): counts whose
+// micro-batches are too small for the stages' replicas are skipped; when every count is refused, the
+// first refusal is the error.
+PlanResult given_plan(const PlanCommand& cmd, const pipeline::Workload& w, const Cluster& c) {
+  std::optional<PlanResult> best;
+  std::optional<UsageError> refused;
+  for (int64_t M : w.micro_batch_counts) {
+    PlanResult r;
+    try {
+      r = pipeline::finish_plan(w, c, pipeline::parse_stages(cmd.stages, w, c, M, "--stages"));
+    } catch (const UsageError& e) {
+      if (!refused) refused = e;
+      continue;
+    }
+    if (!best || (r.feasible && !best->feasible) ||
+        (r.feasible == best->feasible && r.prediction.minibatch_s < best->prediction.minibatch_s))
+      best = std::move(r);
+  }
+  if (!best) throw *refused;
+  return *best;
+}
+
+}  // namespace
+
+int plan_pipeline(const PlanCommand& cmd, const Job& job) {
+  const pipeline::LayerProfile profile = pipeline::read_pipedream_graph(cmd.profile);
+  const int64_t batch = job.train.global_batch;
+  const double profile_batch = cmd.profile_batch > 0 ? cmd.profile_batch : double(batch);
+  pipeline::Workload w = pipeline::workload_from_profile(profile, profile_batch);
+  w.global_batch = batch;
+  w.micro_batch_counts = micro_batch_counts(cmd, batch);
+  w.state_per_param_byte = resident_bytes_per_param_byte(job.optim);
+  const uint64_t seed = cmd.seed_given ? cmd.seed : job.job.seed;
+  const Cluster c = cmd.workers > 0 ? draw_cluster(job, int(cmd.workers), seed) : cluster_from_job(job);
+
+  pipeline::PlanOptions o;
+  o.seed = seed;
+  const auto t0 = std::chrono::steady_clock::now();
+  const PlanResult planned = pipeline::plan_pipeline(w, c, o);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!planned.feasible)
+    throw InputError(job.source + " [cluster]", "nothing fits: " + pipeline::explain_infeasible(w, c, planned),
+                     "see man dptrain(1), PIPELINE MODEL, for what a stage holds");
+  std::optional<PlanResult> given;
+  if (!cmd.stages.empty()) given = given_plan(cmd, w, c);
+  const PlanResult naive = pipeline::naive_plan(w, c), data = pipeline::data_parallel_plan(w, c);
+
+  if (cmd.json) {
+    std::printf("{\"job\":%s,\"profile\":%s,\"blocks\":%zu,\"chain\":%s,\"profile_batch\":%.9g,\"global_batch\":%lld,"
+                "\"ranks\":%d,\"cluster\":%s,\"planning_s\":%.6g,\"plan\":%s,\"naive\":%s,\"data_parallel\":%s,"
+                "\"given\":%s}\n",
+                json_quoted(job.job.name).c_str(), json_quoted(cmd.profile).c_str(), w.blocks.size(),
+                profile.chain ? "true" : "false", profile_batch, (long long)batch, c.size(),
+                json_quoted(c.describe()).c_str(), seconds, result_json(planned).c_str(), result_json(naive).c_str(),
+                result_json(data).c_str(), given ? result_json(*given).c_str() : "null");
+    return 0;
+  }
+  std::printf("job %s: pipeline of %zu blocks from %s (%s), times for minibatches of %g samples; global batch %lld\n",
+              job.job.name.c_str(), w.blocks.size(), cmd.profile.c_str(),
+              profile.chain ? "a chain" : "a graph, linearised", profile_batch, (long long)batch);
+  std::printf("cluster: %s\n", c.describe().c_str());
+  std::printf("1F1B with a flush per mini-batch; planner: %s, %.3f s\n\n", planned.method.c_str(), seconds);
+  std::printf("  %-14s %6s %7s %5s %12s %12s %9s %12s\n", "", "stages", "devices", "M", "T ms", "samples/s", "bubble",
+              "bottleneck ms");
+  print_summary_row("planner", planned);
+  if (given) print_summary_row("--stages", *given);
+  print_summary_row("naive", naive);
+  print_summary_row("data parallel", data);
+  auto versus = [&](const char* name, const PlanResult& b) {
+    return b.feasible ? fmt::format("{:.2f}x {}", planned.prediction.samples_per_s / b.prediction.samples_per_s, name)
+                      : fmt::format("{} does not fit", name);
+  };
+  std::printf("verdict: the planner's samples/s are %s, %s%s\n\n", versus("the naive plan's", naive).c_str(),
+              versus("data parallelism's", data).c_str(),
+              given ? (", " + versus("the given stages'", *given)).c_str() : "");
+  print_stages(fmt::format("planner's stages (M = {} micro-batches of {} samples):", planned.plan.micro_batches,
+                           batch / planned.plan.micro_batches),
+               planned);
+  if (given) {
+    std::printf("\n");
+    print_stages(fmt::format("--stages (M = {}):", given->plan.micro_batches), *given);
+  }
+  return 0;
+}
+
+}  // namespace dp::app
