@@ -29,14 +29,14 @@ struct Kernels {
   void (*linear_forward)(const float* x, const float* w, const float* b, float* y, int64_t n, int64_t in,
                          int64_t out);
   void (*linear_backward)(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
-                          int64_t n, int64_t in, int64_t out);
+                          int64_t n, int64_t in, int64_t out, bool accumulate);
   // linear_forward and linear_backward in parts, over output slices (kernels/cpu/ops.h)
   void (*linear_forward_rows)(const float* x, const float* w, float* y, int64_t n, int64_t in, int64_t out,
                               int64_t o_begin, int64_t o_end);
   void (*linear_add_bias)(const float* b, float* y, int64_t n, int64_t out);
   void (*linear_weight_grad_rows)(const float* x, const float* dy, float* dw, int64_t n, int64_t in,
-                                  int64_t out, int64_t o_begin, int64_t o_end);
-  void (*linear_bias_grad)(const float* dy, float* db, int64_t n, int64_t out);
+                                  int64_t out, int64_t o_begin, int64_t o_end, bool accumulate);
+  void (*linear_bias_grad)(const float* dy, float* db, int64_t n, int64_t out, bool accumulate);
   void (*linear_input_grad_rows)(const float* dy, const float* w, float* dx, int64_t n, int64_t in, int64_t out,
                                  int64_t o_begin, int64_t o_end, bool accumulate);
   void (*relu_forward)(const float* x, float* y, int64_t count);
@@ -67,7 +67,8 @@ struct Kernels {
   void (*layernorm_forward)(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                             float* rstd, int64_t n, int64_t c);
   void (*layernorm_backward)(const float* x, const float* gamma, const float* mean, const float* rstd,
-                             const float* dy, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c);
+                             const float* dy, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c,
+                             bool accumulate);
   void (*gelu_forward)(const float* x, float* y, int64_t count);
   void (*gelu_backward)(const float* x, const float* dy, float* dx, int64_t count);
   void (*attention_forward)(const float* qkv, float* att, float* out, int64_t b, int64_t t, int64_t c,

@@ -181,7 +181,7 @@ StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
   const int64_t c = channels_.back(), spatial = units_.back().out_size / c;
   dpooled_.grow(size_t(n * c));
   k_.linear_backward(pooled_.data(), p(fc_w_offset_), dlogits_.data(), dpooled_.data(), g(fc_w_offset_),
-                       g(fc_b_offset_), n, c, classes_);
+                       g(fc_b_offset_), n, c, classes_, false);
   grad_a_.grow(size_t(n * max_act_));
   grad_b_.grow(size_t(n * max_act_));
   grad_c_.grow(size_t(n * max_act_));

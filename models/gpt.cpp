@@ -232,11 +232,11 @@ StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
   if (!tied_) k_.zero(g(wte_), size_t(v_ * C) * sizeof(float));
   k_.zero(g(wpe_), size_t(positions_ * C) * sizeof(float));
   k_.linear_backward(lnf_.data(), p(head_w_), dlogits_.data(), dtmp_.data(), g(head_w_),
-                       dbias_scratch_.data(), N, C, v_);
+                       dbias_scratch_.data(), N, C, v_, false);
   k_.zero(dres_.data(), size_t(N * C) * sizeof(float));
   const float* x_last = blocks_.empty() ? encoded_.data() : acts_.back().res2.data();
   k_.layernorm_backward(x_last, p(lnf_g_), lnf_mean_.data(), lnf_rstd_.data(), dtmp_.data(), dres_.data(),
-                          g(lnf_g_), g(lnf_b_), N, C);
+                          g(lnf_g_), g(lnf_b_), N, C, false);
   gradients_ready(lnf_g_);  // and the untied head's, which follow it (a tied head's is wte's: the end)
 
   // Blocks, last first; dres_ holds the gradient of the residual stream leaving the block.
@@ -246,21 +246,21 @@ StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
     const float* x = l == 0 ? encoded_.data() : acts_[l - 1].res2.data();
     // MLP: res2 = res1 + fc_proj(gelu(fc(ln2(res1))))
     k_.linear_backward(a.fch_gelu.data(), p(bk.fcp_w), dres_.data(), dfch_.data(), g(bk.fcp_w),
-                         g(bk.fcp_b), N, 4 * C, C);
+                         g(bk.fcp_b), N, 4 * C, C, false);
     k_.gelu_backward(a.fch.data(), dfch_.data(), dfch_.data(), N * 4 * C);
     k_.linear_backward(a.ln2.data(), p(bk.fc_w), dfch_.data(), dtmp_.data(), g(bk.fc_w), g(bk.fc_b), N, C,
-                         4 * C);
+                         4 * C, false);
     k_.layernorm_backward(a.res1.data(), p(bk.ln2_g), a.ln2_mean.data(), a.ln2_rstd.data(), dtmp_.data(),
-                            dres_.data(), g(bk.ln2_g), g(bk.ln2_b), N, C);
+                            dres_.data(), g(bk.ln2_g), g(bk.ln2_b), N, C, false);
     // Attention: res1 = x + proj(attention(qkv(ln1(x))))
     k_.linear_backward(a.atty.data(), p(bk.proj_w), dres_.data(), dtmp_.data(), g(bk.proj_w),
-                         g(bk.proj_b), N, C, C);
+                         g(bk.proj_b), N, C, C, false);
     k_.attention_backward(a.qkv.data(), a.att.data(), dtmp_.data(), dqkv_.data(), datt_scratch_.data(), n,
                             t_, C, nh_);
     k_.linear_backward(a.ln1.data(), p(bk.qkv_w), dqkv_.data(), dtmp_.data(), g(bk.qkv_w), g(bk.qkv_b),
-                         N, C, 3 * C);
+                         N, C, 3 * C, false);
     k_.layernorm_backward(x, p(bk.ln1_g), a.ln1_mean.data(), a.ln1_rstd.data(), dtmp_.data(), dres_.data(),
-                            g(bk.ln1_g), g(bk.ln1_b), N, C);
+                            g(bk.ln1_g), g(bk.ln1_b), N, C, false);
     gradients_ready(bk.ln1_g);  // the block's first parameter
   }
   k_.embedding_backward(tokens, dres_.data(), g(wte_), g(wpe_), n, t_, C);

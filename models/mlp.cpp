@@ -88,15 +88,15 @@ void Mlp::backward(size_t l, const float* x, const float* dy, float* dx, int64_t
   const Dense& d = dense_[l];
   const auto rows = slice_rows(d);
   if (rows.size() == 2) {
-    k_.linear_backward(x, p(d.w_offset), dy, dx, g(d.w_offset), g(d.b_offset), n, d.in, d.out);
+    k_.linear_backward(x, p(d.w_offset), dy, dx, g(d.w_offset), g(d.b_offset), n, d.in, d.out, false);
     gradients_ready(d.w_offset);
     return;
   }
   // The bias first (the last slice holds it), then slice by slice, last to first: its weights' gradient
   // and its share of dx (the last read of its weights, which may be updated as soon as they are announced).
-  k_.linear_bias_grad(dy, g(d.b_offset), n, d.out);
+  k_.linear_bias_grad(dy, g(d.b_offset), n, d.out, false);
   for (size_t j = rows.size() - 1; j-- > 0;) {
-    k_.linear_weight_grad_rows(x, dy, g(d.w_offset), n, d.in, d.out, rows[j], rows[j + 1]);
+    k_.linear_weight_grad_rows(x, dy, g(d.w_offset), n, d.in, d.out, rows[j], rows[j + 1], false);
     if (dx) k_.linear_input_grad_rows(dy, p(d.w_offset), dx, n, d.in, d.out, rows[j], rows[j + 1],
                                       /*accumulate=*/j + 2 < rows.size());
     gradients_ready(d.w_offset + rows[j] * d.in);

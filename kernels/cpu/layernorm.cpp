@@ -45,9 +45,12 @@ void layernorm_forward(const float* x, const float* gamma, const float* beta, fl
 
 DP_VECTOR_CLONES
 void layernorm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
-                        const float* dy, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c) {
-  std::fill(dgamma, dgamma + c, 0.0f);
-  std::fill(dbeta, dbeta + c, 0.0f);
+                        const float* dy, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c,
+                        bool accumulate) {
+  if (!accumulate) {
+    std::fill(dgamma, dgamma + c, 0.0f);
+    std::fill(dbeta, dbeta + c, 0.0f);
+  }
   const float inv_c = 1.0f / float(c);
   for (int64_t i = 0; i < n; ++i) {
     const float* __restrict xi = x + i * c;

@@ -12,8 +12,9 @@ inline constexpr float kLayerNormEps = 1e-5f;  // PyTorch's default
 void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                        float* rstd, int64_t n, int64_t c);
 // From dy (N, C): ADDS dL/dx into dx (the residual stream's gradient it feeds), and overwrites
-// dgamma (C) and dbeta (C).
+// dgamma (C) and dbeta (C), or adds to them with accumulate.
 void layernorm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
-                        const float* dy, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c);
+                        const float* dy, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c,
+                        bool accumulate);
 
 }  // namespace dp::cpu

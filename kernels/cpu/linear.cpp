@@ -37,19 +37,19 @@ void linear_add_bias(const float* b, float* y, int64_t n, int64_t out) {
 }
 
 void linear_weight_grad_rows(const float* x, const float* dy, float* dw, int64_t n, int64_t in, int64_t out,
-                             int64_t o_begin, int64_t o_end) {
+                             int64_t o_begin, int64_t o_end, bool accumulate) {
   if (o_end <= o_begin) return;
   if (n == 0) {
-    std::fill(dw + o_begin * in, dw + o_end * in, 0.0f);
+    if (!accumulate) std::fill(dw + o_begin * in, dw + o_end * in, 0.0f);
     return;
   }
-  // dw[o_begin:o_end] (R, I) = dy[:, o_begin:o_end]^T (R, N) * x (N, I)
+  // dw[o_begin:o_end] (R, I) (+)= dy[:, o_begin:o_end]^T (R, N) * x (N, I)
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(o_end - o_begin), int(in), int(n), 1.0f,
-              dy + o_begin, int(out), x, int(in), 0.0f, dw + o_begin * in, int(in));
+              dy + o_begin, int(out), x, int(in), accumulate ? 1.0f : 0.0f, dw + o_begin * in, int(in));
 }
 
-void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out) {
-  std::fill(db, db + out, 0.0f);
+void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out, bool accumulate) {
+  if (!accumulate) std::fill(db, db + out, 0.0f);
   for (int64_t i = 0; i < n; ++i) {
     const float* row = dy + i * out;
     for (int64_t o = 0; o < out; ++o) db[o] += row[o];
@@ -65,9 +65,9 @@ void linear_input_grad_rows(const float* dy, const float* w, float* dx, int64_t 
 }
 
 void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
-                     int64_t n, int64_t in, int64_t out) {
-  linear_weight_grad_rows(x, dy, dw, n, in, out, 0, out);
-  linear_bias_grad(dy, db, n, out);
+                     int64_t n, int64_t in, int64_t out, bool accumulate) {
+  linear_weight_grad_rows(x, dy, dw, n, in, out, 0, out, accumulate);
+  linear_bias_grad(dy, db, n, out, accumulate);
   if (dx) linear_input_grad_rows(dy, w, dx, n, in, out, 0, out, false);
 }
 

@@ -15,21 +15,22 @@ int compute_threads();
 // x (N, I), w (O, I), b (O), y (N, O)
 void linear_forward(const float* x, const float* w, const float* b, float* y, int64_t n, int64_t in,
                     int64_t out);
-// dw (O, I) = dy^T x, db (O) = column sums of dy; dx (N, I) = dy w, skipped when dx is null.
-// Gradients are overwritten, not accumulated.
+// dw (O, I) = dy^T x, db (O) = column sums of dy, overwritten or, with accumulate, added to (micro-batches
+// summing into one gradient); dx (N, I) = dy w, overwritten, skipped when dx is null.
 void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
-                     int64_t n, int64_t in, int64_t out);
+                     int64_t n, int64_t in, int64_t out, bool accumulate);
 // The same in parts, so a model can run a wide layer in slices of its outputs [o_begin, o_end) and hand
 // each slice's parameters to communication on its own. Each writes only its part:
 // y[:, o_begin:o_end] = x w[o_begin:o_end]^T (no bias; y's rows are O wide), then y += b on every row;
-// dw[o_begin:o_end] = dy[:, o_begin:o_end]^T x (zero without samples); db = column sums of dy;
+// dw[o_begin:o_end] = dy[:, o_begin:o_end]^T x (zero without samples); db = column sums of dy (both
+// added to what is there when accumulating);
 // dx = dy[:, o_begin:o_end] w[o_begin:o_end], added to dx when accumulating (summed over all slices: dy w).
 void linear_forward_rows(const float* x, const float* w, float* y, int64_t n, int64_t in, int64_t out,
                          int64_t o_begin, int64_t o_end);
 void linear_add_bias(const float* b, float* y, int64_t n, int64_t out);
 void linear_weight_grad_rows(const float* x, const float* dy, float* dw, int64_t n, int64_t in, int64_t out,
-                             int64_t o_begin, int64_t o_end);
-void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out);
+                             int64_t o_begin, int64_t o_end, bool accumulate);
+void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out, bool accumulate);
 void linear_input_grad_rows(const float* dy, const float* w, float* dx, int64_t n, int64_t in, int64_t out,
                             int64_t o_begin, int64_t o_end, bool accumulate);
 

@@ -78,10 +78,11 @@ void layernorm_forward(const float* x, const float* gamma, const float* beta, fl
 }
 
 void layernorm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
-                        const float* dy, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c) {
+                        const float* dy, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c,
+                        bool accumulate) {
   if (c <= 0) return;
   // Parameter gradients first: they read dy, which dx may alias.
-  detail::column_sums(ParamGrads{x, dy, mean, rstd, c}, n, c, dgamma, dbeta);
+  detail::column_sums(ParamGrads{x, dy, mean, rstd, c}, n, c, dgamma, dbeta, accumulate);
   if (n <= 0) return;
   layernorm_dx_kernel<<<detail::grid_for_warps(n), detail::kThreads>>>(x, gamma, mean, rstd, dy, dx, n, c);
   DP_CUDA_LAUNCHED();

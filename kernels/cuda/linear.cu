@@ -56,22 +56,20 @@ void linear_add_bias(const float* b, float* y, int64_t n, int64_t out) {
 }
 
 void linear_weight_grad_rows(const float* x, const float* dy, float* dw, int64_t n, int64_t in, int64_t out,
-                             int64_t o_begin, int64_t o_end) {
+                             int64_t o_begin, int64_t o_end, bool accumulate) {
   if (o_end <= o_begin) return;
   if (n == 0) {
-    DP_CUDA_CHECK(cudaMemset(dw + o_begin * in, 0, size_t((o_end - o_begin) * in) * sizeof(float)));
+    if (!accumulate)
+      DP_CUDA_CHECK(cudaMemset(dw + o_begin * in, 0, size_t((o_end - o_begin) * in) * sizeof(float)));
     return;
   }
-  // dw[o_begin:o_end] (R, I) = dy[:, o_begin:o_end]^T (R, N) x (N, I)
-  detail::gemm(true, false, o_end - o_begin, in, n, 1.0f, dy + o_begin, out, x, in, 0.0f, dw + o_begin * in, in);
+  // dw[o_begin:o_end] (R, I) (+)= dy[:, o_begin:o_end]^T (R, N) x (N, I)
+  detail::gemm(true, false, o_end - o_begin, in, n, 1.0f, dy + o_begin, out, x, in, accumulate ? 1.0f : 0.0f,
+               dw + o_begin * in, in);
 }
 
-void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out) {
-  if (n == 0) {
-    DP_CUDA_CHECK(cudaMemset(db, 0, size_t(out) * sizeof(float)));
-    return;
-  }
-  detail::column_sums(RowValue{dy, out}, n, out, db, nullptr);
+void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out, bool accumulate) {
+  detail::column_sums(RowValue{dy, out}, n, out, db, nullptr, accumulate);  // no samples: zeros, or unchanged
 }
 
 void linear_input_grad_rows(const float* dy, const float* w, float* dx, int64_t n, int64_t in, int64_t out,
@@ -83,9 +81,9 @@ void linear_input_grad_rows(const float* dy, const float* w, float* dx, int64_t 
 }
 
 void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
-                     int64_t n, int64_t in, int64_t out) {
-  linear_weight_grad_rows(x, dy, dw, n, in, out, 0, out);
-  linear_bias_grad(dy, db, n, out);
+                     int64_t n, int64_t in, int64_t out, bool accumulate) {
+  linear_weight_grad_rows(x, dy, dw, n, in, out, 0, out, accumulate);
+  linear_bias_grad(dy, db, n, out, accumulate);
   if (dx) linear_input_grad_rows(dy, w, dx, n, in, out, 0, out, false);
 }
 

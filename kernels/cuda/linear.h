@@ -9,17 +9,17 @@ namespace dp::cuda {
 // x (N, I), w (O, I), b (O), y (N, O): y = x w^T + b.
 void linear_forward(const float* x, const float* w, const float* b, float* y, int64_t n, int64_t in,
                     int64_t out);
-// dw (O, I) = dy^T x, db (O) = column sums of dy; dx (N, I) = dy w, skipped when dx is null.
-// Gradients are overwritten, not accumulated.
+// dw (O, I) = dy^T x, db (O) = column sums of dy, overwritten or, with accumulate, added to (micro-batches
+// summing into one gradient); dx (N, I) = dy w, overwritten, skipped when dx is null.
 void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
-                     int64_t n, int64_t in, int64_t out);
+                     int64_t n, int64_t in, int64_t out, bool accumulate);
 // The same in parts, over output slices [o_begin, o_end) (see kernels/cpu/ops.h).
 void linear_forward_rows(const float* x, const float* w, float* y, int64_t n, int64_t in, int64_t out,
                          int64_t o_begin, int64_t o_end);
 void linear_add_bias(const float* b, float* y, int64_t n, int64_t out);
 void linear_weight_grad_rows(const float* x, const float* dy, float* dw, int64_t n, int64_t in, int64_t out,
-                             int64_t o_begin, int64_t o_end);
-void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out);
+                             int64_t o_begin, int64_t o_end, bool accumulate);
+void linear_bias_grad(const float* dy, float* db, int64_t n, int64_t out, bool accumulate);
 void linear_input_grad_rows(const float* dy, const float* w, float* dx, int64_t n, int64_t in, int64_t out,
                             int64_t o_begin, int64_t o_end, bool accumulate);
 

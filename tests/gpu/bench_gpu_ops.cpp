@@ -119,7 +119,7 @@ void memory_bound() {
               8.0 * rows * c / ms * 1e-6);
   ms = median_ms([&] {
     dp::cuda::layernorm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), y.data(), dg.data(),
-                                 dbeta.data(), rows, c);
+                                 dbeta.data(), rows, c, false);
   }, 20);
   std::printf("layernorm backward %lldx%lld    %8.3f ms  %7.0f GB/s\n", (long long)rows, (long long)c, ms,
               16.0 * rows * c / ms * 1e-6);

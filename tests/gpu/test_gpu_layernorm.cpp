@@ -23,7 +23,7 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
           dbeta(size_t(s.c));
       cpu::layernorm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), s.n, s.c);
       cpu::layernorm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), dx.data(), dgamma.data(),
-                              dbeta.data(), s.n, s.c);
+                              dbeta.data(), s.n, s.c, false);
 
       DeviceBuffer<float> gx(x), ggamma(gamma), gbeta(beta), gdy(dy), gdx(dx0);
       auto gy = poisoned(total), gmean = poisoned(mean.size()), grstd = poisoned(rstd.size()),
@@ -40,17 +40,26 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
       gmean.upload(mean);
       grstd.upload(rstd);
       cuda::layernorm_backward(gx.data(), ggamma.data(), gmean.data(), grstd.data(), gdy.data(), gdx.data(),
-                               gdgamma.data(), gdbeta.data(), s.n, s.c);
+                               gdgamma.data(), gdbeta.data(), s.n, s.c, false);
       expect_close("dx", gdx.download(), dx, 1e-5);
       expect_close("dgamma", gdgamma.download(), dgamma, 1e-5);
       expect_close("dbeta", gdbeta.download(), dbeta, 1e-5);
+      // Accumulated: the same rows again double dgamma and dbeta (dx adds dL/dx once more).
+      DeviceBuffer<float> gdx_again(dx0);
+      cuda::layernorm_backward(gx.data(), ggamma.data(), gmean.data(), grstd.data(), gdy.data(), gdx_again.data(),
+                               gdgamma.data(), gdbeta.data(), s.n, s.c, true);
+      std::vector<float> dgamma_twice = dgamma, dbeta_twice = dbeta;
+      for (float& v : dgamma_twice) v *= 2;
+      for (float& v : dbeta_twice) v *= 2;
+      expect_close("dgamma (accumulated)", gdgamma.download(), dgamma_twice, 1e-5);
+      expect_close("dbeta (accumulated)", gdbeta.download(), dbeta_twice, 1e-5);
 
       // dx over dy: the result is dy + dL/dx (the CPU's dx with dx0 replaced by dy).
       std::vector<float> dx_alias = dy, dg2(size_t(s.c)), db2(size_t(s.c));
       cpu::layernorm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), dx_alias.data(),
-                              dg2.data(), db2.data(), s.n, s.c);
+                              dg2.data(), db2.data(), s.n, s.c, false);
       cuda::layernorm_backward(gx.data(), ggamma.data(), gmean.data(), grstd.data(), gdy.data(), gdy.data(),
-                               gdgamma.data(), gdbeta.data(), s.n, s.c);
+                               gdgamma.data(), gdbeta.data(), s.n, s.c, false);
       expect_close("dx in place", gdy.download(), dx_alias, 1e-5);
       expect_close("dgamma (dx in place)", gdgamma.download(), dg2, 1e-5);
     }

@@ -1,4 +1,5 @@
-// kernels/cuda/linear.cu against kernels/cpu/linear.cpp: y, dx, dw, db (whole layers and slices), and
+// kernels/cuda/linear.cu against kernels/cpu/linear.cpp: y, dx, dw, db (whole layers and slices,
+// overwritten and accumulated), and
 // matmul's transposes.
 #define BOOST_TEST_MODULE gpu_linear
 #include "tests/gpu/gpu_testing.h"
@@ -26,13 +27,14 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
                  b = uniform(g, size_t(s.out)), dy = uniform(g, size_t(s.n * s.out));
       std::vector<float> y(size_t(s.n * s.out)), dx(x.size()), dw(w.size()), db(b.size());
       cpu::linear_forward(x.data(), w.data(), b.data(), y.data(), s.n, s.in, s.out);
-      cpu::linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), s.n, s.in, s.out);
+      cpu::linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), s.n, s.in, s.out,
+                           false);
 
       DeviceBuffer<float> gx(x), gw(w), gb(b), gdy(dy);
       auto gy = poisoned(y.size()), gdx = poisoned(dx.size()), gdw = poisoned(dw.size()), gdb = poisoned(db.size());
       cuda::linear_forward(gx.data(), gw.data(), gb.data(), gy.data(), s.n, s.in, s.out);
       cuda::linear_backward(gx.data(), gw.data(), gdy.data(), gdx.data(), gdw.data(), gdb.data(), s.n, s.in,
-                            s.out);
+                            s.out, false);
       expect_close("y", gy.download(), y, kTol);
       expect_close("dx", gdx.download(), dx, kTol);
       expect_close("dw", gdw.download(), dw, kTol);
@@ -40,9 +42,19 @@ BOOST_AUTO_TEST_CASE(forward_and_backward_match_cpu) {
 
       // dx skipped when null; dw, db unchanged by that.
       auto gdw2 = poisoned(dw.size()), gdb2 = poisoned(db.size());
-      cuda::linear_backward(gx.data(), gw.data(), gdy.data(), nullptr, gdw2.data(), gdb2.data(), s.n, s.in, s.out);
+      cuda::linear_backward(gx.data(), gw.data(), gdy.data(), nullptr, gdw2.data(), gdb2.data(), s.n, s.in, s.out,
+                            false);
       expect_close("dw (no dx)", gdw2.download(), dw, kTol);
       expect_close("db (no dx)", gdb2.download(), db, kTol);
+
+      // Accumulating the same micro-batch again doubles the parameter gradients.
+      cuda::linear_backward(gx.data(), gw.data(), gdy.data(), nullptr, gdw2.data(), gdb2.data(), s.n, s.in, s.out,
+                            true);
+      std::vector<float> dw_twice = dw, db_twice = db;
+      for (float& v : dw_twice) v *= 2;
+      for (float& v : db_twice) v *= 2;
+      expect_close("dw (accumulated)", gdw2.download(), dw_twice, kTol);
+      expect_close("db (accumulated)", gdb2.download(), db_twice, kTol);
     }
   }
 }
@@ -60,16 +72,16 @@ BOOST_AUTO_TEST_CASE(slices_match_cpu) {
   for (size_t j = cuts.size() - 1; j-- > 0;) {
     const bool accumulate = j + 2 < cuts.size();
     cpu::linear_forward_rows(x.data(), w.data(), y.data(), n, in, out, cuts[j], cuts[j + 1]);
-    cpu::linear_weight_grad_rows(x.data(), dy.data(), dw.data(), n, in, out, cuts[j], cuts[j + 1]);
+    cpu::linear_weight_grad_rows(x.data(), dy.data(), dw.data(), n, in, out, cuts[j], cuts[j + 1], false);
     cpu::linear_input_grad_rows(dy.data(), w.data(), dx.data(), n, in, out, cuts[j], cuts[j + 1], accumulate);
     cuda::linear_forward_rows(gx.data(), gw.data(), gy.data(), n, in, out, cuts[j], cuts[j + 1]);
-    cuda::linear_weight_grad_rows(gx.data(), gdy.data(), gdw.data(), n, in, out, cuts[j], cuts[j + 1]);
+    cuda::linear_weight_grad_rows(gx.data(), gdy.data(), gdw.data(), n, in, out, cuts[j], cuts[j + 1], false);
     cuda::linear_input_grad_rows(gdy.data(), gw.data(), gdx.data(), n, in, out, cuts[j], cuts[j + 1], accumulate);
   }
   cpu::linear_add_bias(b.data(), y.data(), n, out);
-  cpu::linear_bias_grad(dy.data(), db.data(), n, out);
+  cpu::linear_bias_grad(dy.data(), db.data(), n, out, false);
   cuda::linear_add_bias(gb.data(), gy.data(), n, out);
-  cuda::linear_bias_grad(gdy.data(), gdb.data(), n, out);
+  cuda::linear_bias_grad(gdy.data(), gdb.data(), n, out, false);
   expect_close("y", gy.download(), y, kTol);
   expect_close("dx", gdx.download(), dx, kTol);
   expect_close("dw", gdw.download(), dw, kTol);
@@ -79,7 +91,7 @@ BOOST_AUTO_TEST_CASE(slices_match_cpu) {
 BOOST_AUTO_TEST_CASE(empty_batch_zeroes_parameter_gradients) {
   DeviceBuffer<float> x(0), w(6), dy(0), dw = poisoned(6), db = poisoned(3);
   w.zero();
-  cuda::linear_backward(x.data(), w.data(), dy.data(), nullptr, dw.data(), db.data(), 0, 2, 3);
+  cuda::linear_backward(x.data(), w.data(), dy.data(), nullptr, dw.data(), db.data(), 0, 2, 3, false);
   BOOST_TEST(dw.download() == std::vector<float>(6, 0.0f));
   BOOST_TEST(db.download() == std::vector<float>(3, 0.0f));
 }

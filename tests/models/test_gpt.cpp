@@ -269,7 +269,7 @@ BOOST_AUTO_TEST_CASE(layernorm_matches_double_reference) {
 
   std::vector<float> dx(x.size(), 1.0f), dg(g.size(), 9.0f), db(b.size(), 9.0f);  // dx accumulates
   dp::cpu::layernorm_backward(x.data(), g.data(), mean.data(), rstd.data(), r.data(), dx.data(), dg.data(),
-                              db.data(), n, c);
+                              db.data(), n, c, false);
   const Vec rd = to_double(r);
   auto loss = [&] { return dot(ref_layernorm(xd, gd, bd, size_t(n), size_t(c)), rd); };
   Vec nx = numeric_grad(xd, loss);
@@ -277,6 +277,25 @@ BOOST_AUTO_TEST_CASE(layernorm_matches_double_reference) {
   check_close(dx, nx, 2e-6, 1e-5, "layernorm dx");
   check_close(dg, numeric_grad(gd, loss), 2e-6, 1e-5, "layernorm dgamma");
   check_close(db, numeric_grad(bd, loss), 2e-6, 1e-5, "layernorm dbeta");
+}
+
+BOOST_AUTO_TEST_CASE(layernorm_backward_accumulates_micro_batches) {
+  const int64_t n1 = 2, n2 = 3, n = n1 + n2, c = 19;
+  auto x = random_vector(size_t(n * c), 41, 2.0, 0.7), g = random_vector(size_t(c), 42, 0.5, 1.0),
+       b = random_vector(size_t(c), 43, 0.5), dy = random_vector(size_t(n * c), 44);
+  std::vector<float> y(x.size()), mean(static_cast<size_t>(n)), rstd(static_cast<size_t>(n));
+  dp::cpu::layernorm_forward(x.data(), g.data(), b.data(), y.data(), mean.data(), rstd.data(), n, c);
+  std::vector<float> dx(x.size(), 0.0f), dg(g.size()), db(b.size());
+  dp::cpu::layernorm_backward(x.data(), g.data(), mean.data(), rstd.data(), dy.data(), dx.data(), dg.data(),
+                              db.data(), n, c, false);
+  std::vector<float> dx2(x.size(), 0.0f), dg2(g.size(), 1e30f), db2(b.size(), 1e30f);
+  dp::cpu::layernorm_backward(x.data(), g.data(), mean.data(), rstd.data(), dy.data(), dx2.data(), dg2.data(),
+                              db2.data(), n1, c, false);
+  dp::cpu::layernorm_backward(x.data() + n1 * c, g.data(), mean.data() + n1, rstd.data() + n1, dy.data() + n1 * c,
+                              dx2.data() + n1 * c, dg2.data(), db2.data(), n2, c, true);
+  for (size_t i = 0; i < dx.size(); ++i) BOOST_TEST(dx2[i] == dx[i], boost::test_tools::tolerance(1e-5f));
+  for (size_t i = 0; i < dg.size(); ++i) BOOST_TEST(dg2[i] == dg[i], boost::test_tools::tolerance(1e-5f));
+  for (size_t i = 0; i < db.size(); ++i) BOOST_TEST(db2[i] == db[i], boost::test_tools::tolerance(1e-5f));
 }
 
 BOOST_AUTO_TEST_CASE(gelu_matches_double_reference) {

@@ -23,7 +23,7 @@ BOOST_AUTO_TEST_CASE(linear_backward_matches_finite_differences) {
     dp::cpu::linear_forward(x.data(), w.data(), b.data(), y.data(), n, in, out);
     return dot(y, r);
   };
-  dp::cpu::linear_backward(x.data(), w.data(), r.data(), dx.data(), dw.data(), db.data(), n, in, out);
+  dp::cpu::linear_backward(x.data(), w.data(), r.data(), dx.data(), dw.data(), db.data(), n, in, out, false);
   for (size_t i = 0; i < w.size(); ++i) BOOST_TEST(rel_diff(dw[i], numeric_grad(w, i, loss, 1e-2f)) < 1e-3);
   for (size_t i = 0; i < b.size(); ++i) BOOST_TEST(rel_diff(db[i], numeric_grad(b, i, loss, 1e-2f)) < 1e-3);
   for (size_t i = 0; i < x.size(); ++i) BOOST_TEST(rel_diff(dx[i], numeric_grad(x, i, loss, 1e-2f)) < 3e-3);
@@ -38,13 +38,13 @@ BOOST_AUTO_TEST_CASE(linear_slices_compose_to_the_whole_layer) {
        b = random_vector(size_t(out), 7), dy = random_vector(size_t(n * out), 8);
   std::vector<float> y(size_t(n * out)), dx(x.size()), dw(w.size()), db(b.size());
   dp::cpu::linear_forward(x.data(), w.data(), b.data(), y.data(), n, in, out);
-  dp::cpu::linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), n, in, out);
+  dp::cpu::linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), n, in, out, false);
 
   const float poison = 1e30f;
   std::vector<float> ys(y.size(), poison), dxs(dx.size(), poison), dws(dw.size(), poison), dbs(db.size(), poison);
   for (size_t j = 0; j + 1 < cuts.size(); ++j) {
     dp::cpu::linear_forward_rows(x.data(), w.data(), ys.data(), n, in, out, cuts[j], cuts[j + 1]);
-    dp::cpu::linear_weight_grad_rows(x.data(), dy.data(), dws.data(), n, in, out, cuts[j], cuts[j + 1]);
+    dp::cpu::linear_weight_grad_rows(x.data(), dy.data(), dws.data(), n, in, out, cuts[j], cuts[j + 1], false);
     for (int64_t i = 0; i < n; ++i)  // outputs beyond this slice are still untouched
       for (int64_t o = cuts[j + 1]; o < out; ++o) BOOST_TEST(ys[size_t(i * out + o)] == poison);
     for (size_t i = size_t(cuts[j + 1] * in); i < dws.size(); ++i) BOOST_TEST(dws[i] == poison);
@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(linear_slices_compose_to_the_whole_layer) {
     dp::cpu::linear_input_grad_rows(dy.data(), w.data(), dxs.data(), n, in, out, cuts[j], cuts[j + 1],
                                     /*accumulate=*/j + 2 < cuts.size());
   dp::cpu::linear_add_bias(b.data(), ys.data(), n, out);
-  dp::cpu::linear_bias_grad(dy.data(), dbs.data(), n, out);
+  dp::cpu::linear_bias_grad(dy.data(), dbs.data(), n, out, false);
   auto close = [](const std::vector<float>& got, const std::vector<float>& want) {
     for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(rel_diff(got[i], want[i]) < 1e-5);
   };
@@ -65,9 +65,38 @@ BOOST_AUTO_TEST_CASE(linear_slices_compose_to_the_whole_layer) {
 
 BOOST_AUTO_TEST_CASE(linear_backward_with_no_samples_zeroes_gradients) {
   std::vector<float> w(6, 1.0f), dw(6, 7.0f), db(3, 7.0f);
-  dp::cpu::linear_backward(nullptr, w.data(), nullptr, nullptr, dw.data(), db.data(), 0, 2, 3);
+  dp::cpu::linear_backward(nullptr, w.data(), nullptr, nullptr, dw.data(), db.data(), 0, 2, 3, false);
   for (float g : dw) BOOST_TEST(g == 0.0f);
   for (float g : db) BOOST_TEST(g == 0.0f);
+}
+
+// Accumulating over two micro-batches gives the parameter gradients of the whole batch (what a pipeline
+// stage does across the micro-batches of a mini-batch); dx stays each micro-batch's own.
+BOOST_AUTO_TEST_CASE(linear_backward_accumulates_micro_batches) {
+  const int64_t n1 = 3, n2 = 4, n = n1 + n2, in = 6, out = 5;
+  auto x = random_vector(size_t(n * in), 31), w = random_vector(size_t(out * in), 32),
+       dy = random_vector(size_t(n * out), 33);
+  std::vector<float> dx(x.size()), dw(w.size()), db(static_cast<size_t>(out));
+  dp::cpu::linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), n, in, out, false);
+  std::vector<float> dx2(x.size()), dw2(w.size(), 1e30f), db2(size_t(out), 1e30f);
+  dp::cpu::linear_backward(x.data(), w.data(), dy.data(), dx2.data(), dw2.data(), db2.data(), n1, in, out, false);
+  dp::cpu::linear_backward(x.data() + n1 * in, w.data(), dy.data() + n1 * out, dx2.data() + n1 * in, dw2.data(),
+                           db2.data(), n2, in, out, true);
+  for (size_t i = 0; i < dw.size(); ++i) BOOST_TEST(rel_diff(dw2[i], dw[i]) < 1e-5);
+  for (size_t i = 0; i < db.size(); ++i) BOOST_TEST(rel_diff(db2[i], db[i]) < 1e-5);
+  for (size_t i = 0; i < dx.size(); ++i) BOOST_TEST(rel_diff(dx2[i], dx[i]) < 1e-5);
+  // Slices accumulate the same way, and no samples leave an accumulated gradient as it is.
+  std::vector<float> dws(w.size(), 1e30f), dbs(static_cast<size_t>(out));
+  for (int64_t part : {0, 1}) {
+    const int64_t first = part ? n1 : 0, count = part ? n2 : n1;
+    for (int64_t o : {int64_t(0), int64_t(2)})
+      dp::cpu::linear_weight_grad_rows(x.data() + first * in, dy.data() + first * out, dws.data(), count, in, out, o,
+                                       o == 0 ? 2 : out, part == 1);
+    dp::cpu::linear_bias_grad(dy.data() + first * out, dbs.data(), count, out, part == 1);
+  }
+  dp::cpu::linear_backward(nullptr, w.data(), nullptr, nullptr, dws.data(), dbs.data(), 0, in, out, true);
+  for (size_t i = 0; i < dw.size(); ++i) BOOST_TEST(rel_diff(dws[i], dw[i]) < 1e-5);
+  for (size_t i = 0; i < db.size(); ++i) BOOST_TEST(rel_diff(dbs[i], db[i]) < 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(relu_backward_matches_finite_differences) {
