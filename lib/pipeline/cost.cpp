@@ -29,9 +29,10 @@ std::vector<int64_t> micro_batch_shares(const Cluster& c, const std::vector<int>
 
 double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
                          const std::vector<int>& recompute) {
-  // Kept per sample of a micro-batch in flight: every block's saved activations, but only the input
-  // of a recomputed block; the transient peak is the worst block's working memory, plus, for a
-  // recomputed block, its activations rebuilt for its backward.
+  // Kept per sample of a micro-batch in flight: every block's saved activations (its input and what
+  // its backward reads besides), but only the input of a recomputed block; the transient peak is the
+  // worst block's working memory, plus, for a recomputed block, what it dropped and rebuilds for its
+  // backward.
   double kept = Prefix::sum(p.saved, first, last), transient = 0;
   size_t next = 0;
   for (int b = first; b <= last; ++b) {
@@ -41,7 +42,7 @@ double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last
       ++next;
       kept += w.input_bytes_of(b) - blk.saved_bytes;
     }
-    transient = std::max(transient, blk.work_bytes + (rec ? blk.saved_bytes : 0.0));
+    transient = std::max(transient, blk.work_bytes + (rec ? std::max(0.0, blk.saved_bytes - w.input_bytes_of(b)) : 0.0));
   }
   const int n = int(w.blocks.size());
   const double buffers = 2 * (w.input_bytes_of(first) + (last + 1 < n ? w.blocks[size_t(last)].output_bytes : 0.0));

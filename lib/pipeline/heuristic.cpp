@@ -151,7 +151,8 @@ class Heuristic {
     return info_[size_t(s)].factor * (Prefix::sum(p_.forward, a, b) + Prefix::sum(p_.backward, a, b));
   }
 
-  // The least memory blocks [a, e] can take on stage s's devices (every block recomputed), grown one
+  // The least memory blocks [a, e] can take on stage s's devices (every block that gains by it
+  // recomputed), grown one
   // block at a time: monotone in e but for the buffer of the tensor leaving the stage.
   class LeastMemory {
    public:
@@ -160,8 +161,9 @@ class Heuristic {
     // Adds block e; false once no later end can fit either.
     bool grow(int e) {
       const auto& blk = h_.w_.blocks[size_t(e)];
-      kept_ += h_.w_.input_bytes_of(e);
-      transient_ = std::max(transient_, blk.work_bytes + blk.saved_bytes);
+      const double input = h_.w_.input_bytes_of(e);
+      kept_ += std::min(input, blk.saved_bytes);
+      transient_ = std::max(transient_, blk.work_bytes + std::max(0.0, blk.saved_bytes - input));
       fits_ = true;
       if (!h_.respect_) return true;
       const double params = h_.w_.state_per_param_byte * Prefix::sum(h_.p_.params, a_, e);

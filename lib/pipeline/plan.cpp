@@ -131,9 +131,16 @@ std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanRe
       "; the model's parameters, gradients and optimizer state take {:.3g} GB, the {} {} {:.3g} GB in all: "
       "add devices or memory, or use more micro-batches of fewer samples",
       state / 1e9, c.size(), c.size() == 1 ? "device has" : "devices have", total / 1e9);
-  // A block that fits no device on its own, with one sample and everything recomputed.
+  // What recomputing can drop: the blocks that keep more than their input.
+  auto gainers = [&](int first, int last) {
+    std::vector<int> out;
+    for (int b = first; b <= last; ++b)
+      if (w.blocks[size_t(b)].saved_bytes > w.input_bytes_of(b)) out.push_back(b);
+    return out;
+  };
+  // A block that fits no device on its own, with one sample, recomputed when that helps.
   for (int b = 0; b < n; ++b) {
-    const double need = detail::device_peak_bytes(w, p, b, b, 1, 1, {b});
+    const double need = detail::device_peak_bytes(w, p, b, b, 1, 1, gainers(b, b));
     if (largest > 0 && need > largest)
       return fmt::format("block {} ({}) alone needs {:.3g} GB, more than the largest device's {:.3g} GB{}", b,
                          w.blocks[size_t(b)].name, need / 1e9, largest / 1e9, advice);
@@ -143,8 +150,7 @@ std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanRe
   double worst_over = 0;
   for (size_t s = 0; s < best.plan.stages.size(); ++s) {
     const Stage& st = best.plan.stages[s];
-    std::vector<int> all(size_t(st.last - st.first + 1));
-    std::iota(all.begin(), all.end(), st.first);
+    const std::vector<int> all = gainers(st.first, st.last);
     const auto shares = detail::micro_batch_shares(c, st.ranks, mb);
     for (size_t i = 0; i < st.ranks.size(); ++i) {
       const double memory = c.rank(st.ranks[i]).memory_gb * 1e9;

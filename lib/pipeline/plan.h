@@ -15,7 +15,7 @@
 // parameters, gradients and optimizer state, activations kept for min(M, stages after it + 1)
 // micro-batches in flight (a recomputed block keeps only its input), the largest block's transient
 // memory, and the boundary buffers. With equal devices, one bandwidth, no latencies and M -> infinity,
-// T / M is PipeDream's objective (the slowest stage or link, replicated stages dividing their work).
+// T / M is PipeDream's objective for a straight pipeline (the slowest stage or link).
 //
 // Planners: exact (a dynamic program over block ranges, device sets and positions, keeping the Pareto
 // set of (sum, max, allreduce tail) per state; exact for the model, affordable up to about 8 devices),
@@ -41,7 +41,7 @@ struct BlockCost {
   std::string name;
   double forward_s = 0, backward_s = 0;
   double output_bytes = 0;  // the tensor crossing the boundary after this block (its gradient goes back)
-  double saved_bytes = 0;   // activations kept from forward to backward
+  double saved_bytes = 0;   // kept from forward to backward: its input and what its backward reads besides
   double work_bytes = 0;    // transient memory of its forward or backward (freed after)
   double param_bytes = 0;   // bytes of its parameters (the block's total, not per sample)
 };
