@@ -22,33 +22,8 @@ namespace dp::pipeline {
 namespace {
 
 using detail::Prefix;
-using Sets = std::vector<std::vector<int>>;
+using Sets = detail::StageDevices;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::vector<int> locality_order(const Cluster& c) {
-  std::vector<int> order(size_t(c.size()));
-  std::iota(order.begin(), order.end(), 0);
-  if (!c.has_matrix()) {
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      const auto &x = c.rank(a), &y = c.rank(b);
-      if (x.rack != y.rack) return x.rack < y.rack;
-      if (x.node != y.node) return x.node < y.node;
-      return x.speed > y.speed;
-    });
-    return order;
-  }
-  std::vector<bool> used(order.size(), false);
-  order = {0};
-  used[0] = true;
-  while (order.size() < used.size()) {
-    int best = -1;
-    for (int r = 0; r < c.size(); ++r)
-      if (!used[size_t(r)] && (best < 0 || c.link(order.back(), r).gbps > c.link(order.back(), best).gbps)) best = r;
-    used[size_t(best)] = true;
-    order.push_back(best);
-  }
-  return order;
-}
 
 class Heuristic {
  public:
@@ -243,72 +218,6 @@ class Heuristic {
   std::vector<StageInfo> info_;
 };
 
-// A random neighbour of `sets` (devices moved between stages, added, dropped; a stage split or two merged).
-bool neighbour(Sets& sets, std::vector<int>& unused, std::mt19937_64& rng) {
-  auto pick = [&](size_t n) { return size_t(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
-  auto ascending = [](std::vector<int>& v) { std::sort(v.begin(), v.end()); };  // a stage's ranks ascend
-  const size_t S = sets.size();
-  switch (pick(6)) {
-    case 0: {  // move a device to a neighbouring stage
-      const size_t s = pick(S);
-      if (S < 2 || sets[s].size() < 2) return false;
-      const size_t t = s == 0 ? 1 : s + 1 == S ? s - 1 : (pick(2) ? s + 1 : s - 1);
-      const size_t i = pick(sets[s].size());
-      sets[t].push_back(sets[s][i]);
-      sets[s].erase(sets[s].begin() + long(i));
-      ascending(sets[t]);
-      return true;
-    }
-    case 1: {  // swap devices of two stages
-      if (S < 2) return false;
-      const size_t s = pick(S), t = (s + 1 + pick(S - 1)) % S;
-      std::swap(sets[s][pick(sets[s].size())], sets[t][pick(sets[t].size())]);
-      ascending(sets[s]), ascending(sets[t]);
-      return true;
-    }
-    case 2: {  // use an unused device
-      if (unused.empty()) return false;
-      const size_t u = pick(unused.size()), s = pick(S);
-      sets[s].push_back(unused[u]);
-      unused.erase(unused.begin() + long(u));
-      ascending(sets[s]);
-      return true;
-    }
-    case 3: {  // leave a device out
-      const size_t s = pick(S);
-      if (sets[s].size() < 2) return false;
-      const size_t i = pick(sets[s].size());
-      unused.push_back(sets[s][i]);
-      sets[s].erase(sets[s].begin() + long(i));
-      return true;
-    }
-    case 4: {  // split a stage's devices into two stages
-      const size_t s = pick(S);
-      if (sets[s].size() < 2) return false;
-      const size_t half = sets[s].size() / 2;
-      std::vector<int> second(sets[s].begin() + long(half), sets[s].end());
-      sets[s].resize(half);
-      sets.insert(sets.begin() + long(s) + 1, second);
-      return true;
-    }
-    default: {  // merge two adjacent stages
-      if (S < 2) return false;
-      const size_t s = pick(S - 1);
-      sets[s].insert(sets[s].end(), sets[s + 1].begin(), sets[s + 1].end());
-      ascending(sets[s]);
-      sets.erase(sets.begin() + long(s) + 1);
-      return true;
-    }
-  }
-}
-
-std::vector<int> stage_counts(int limit) {
-  std::vector<int> out;
-  for (int s = 1; s <= limit; s = s < 16 ? s + 1 : s + s / 4) out.push_back(s);
-  if (out.back() != limit) out.push_back(limit);
-  return out;
-}
-
 }  // namespace
 
 PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches,
@@ -321,7 +230,7 @@ PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t
   // Starts: for each stage count, an order cut into equal runs (as many devices as shares allow): the
   // locality order, and the devices by memory and by speed (when not every device can take part, or
   // the small ones cannot hold a stage).
-  std::vector<std::vector<int>> orders{locality_order(c)};
+  std::vector<std::vector<int>> orders{detail::locality_order(c)};
   for (auto key : {&ClusterRank::memory_gb, &ClusterRank::speed}) {
     std::vector<int> o = orders[0];
     std::stable_sort(o.begin(), o.end(), [&](int a, int b) {
@@ -335,7 +244,7 @@ PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t
   double best_t = kInf;
   const auto limit = start + std::chrono::duration<double>(o.heuristic_seconds);
   for (const auto& order : orders)
-    for (int S : stage_counts(std::min(n, d))) {
+    for (int S : detail::stage_counts(std::min(n, d))) {
       if (best_t < kInf && std::chrono::steady_clock::now() > limit) break;
       int64_t per = d / S, extra = d % S;
       if (per >= mb) per = mb, extra = 0;
@@ -371,7 +280,7 @@ PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t
     const bool kick = failures >= 100;
     if (kick) sets = best_sets, spare = best_unused, failures = 0;
     int moved = 0;
-    for (int k = 0; k < (kick ? 3 : 1); ++k) moved += neighbour(sets, spare, rng);
+    for (int k = 0; k < (kick ? 3 : 1); ++k) moved += detail::neighbour(sets, spare, rng);
     ++since_best;
     if (!moved) {
       ++failures;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "lib/pipeline/plan.h"
@@ -64,6 +65,18 @@ Totals combine(const std::vector<StageCost>& stages, const std::vector<LinkCost>
 PlanResult exact_search(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory);
 PlanResult heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches, const PlanOptions& o,
                             bool respect_memory);
+
+// The heuristic's placements: the devices of each stage, ranks ascending.
+using StageDevices = std::vector<std::vector<int>>;
+// Devices in a locality order: by rack and node, fastest first within a node; with a link matrix, a
+// greedy chain along the fastest links from rank 0.
+std::vector<int> locality_order(const Cluster& c);
+// 1, 2, ..., 16, then growing by a quarter, up to `limit` (included).
+std::vector<int> stage_counts(int limit);
+// Changes `sets` to a random neighbour: a device moved to an adjacent stage, two devices of two stages
+// swapped, an unused device added or one left out, a stage split in two or two adjacent ones merged.
+// False when the drawn move does not apply (nothing changed).
+bool neighbour(StageDevices& sets, std::vector<int>& unused, std::mt19937_64& rng);
 
 // Ranks of a bit mask, ascending.
 std::vector<int> mask_ranks(uint32_t mask);
