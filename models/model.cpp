@@ -28,6 +28,42 @@ uint64_t Model::fingerprint() const {
   return h;
 }
 
+StepStats Model::run_blocks(const float* x, const int32_t* targets, int64_t n, float loss_scale, bool backward) {
+  const ParamWindow w{params_.data(), grads_.data(), 0};
+  const BlockHooks h{[this](int64_t end) { parameters_needed(end); },
+                     [this](int64_t offset) { gradients_ready(offset); }, hook_slice_};
+  const int count = block_count();
+  while (int(block_outs_.size()) < count) block_outs_.emplace_back(k_);
+  std::vector<int64_t> saved_at(size_t(count) + 1, 0);  // block i's saved activations, back to back
+  for (int i = 0; i < count; ++i) saved_at[size_t(i) + 1] = saved_at[size_t(i)] + n * block(i).shape().saved_floats;
+  if (backward) block_saved_.grow(size_t(saved_at.back()));
+  auto data = [&](int i) {
+    const BlockShape& s = block(i).shape();
+    return BlockData{n, i == 0 ? x : block_outs_[size_t(i) - 1].data(), targets, block_outs_[size_t(i)].data(),
+                     backward && s.saved_floats > 0 ? block_saved_.data() + saved_at[size_t(i)] : nullptr};
+  };
+  StepStats stats;
+  for (int i = 0; i < count; ++i) {
+    block_outs_[size_t(i)].grow(size_t(n * block(i).shape().out_floats));
+    const StepStats si = block(i).forward(w, data(i), loss_scale, h);
+    if (i + 1 == count) stats = si;
+  }
+  if (!backward) return stats;
+  // The head first: each block's dx is the previous block's dy.
+  const float* dy = nullptr;
+  for (int i = count; i-- > 0;) {
+    float* dx = nullptr;
+    if (i > 0) {
+      Buffer<float>& buf = i % 2 == 0 ? block_dx_a_ : block_dx_b_;
+      buf.grow(size_t(n * block(i).shape().in_floats));
+      dx = buf.data();
+    }
+    block(i).backward(w, data(i), dy, dx, false, h);
+    dy = dx;
+  }
+  return stats;
+}
+
 void Model::set_parameters(const std::vector<float>& initial) {
   params_ = Buffer<float>(k_, initial.size());
   grads_ = Buffer<float>(k_, initial.size());

@@ -16,6 +16,7 @@
 #include "lib/core/batch.h"
 #include "lib/core/param_range.h"
 #include "lib/job/job.h"
+#include "models/block.h"
 #include "models/buffer.h"
 
 namespace dp {
@@ -29,20 +30,20 @@ struct LayerInfo {
   double flops_per_sample = 0;    // forward; backward costs about twice this
 };
 
-struct StepStats {
-  double loss_sum = 0;  // sum of the loss terms (one per sample, or one per token for language models)
-  int64_t correct = 0;  // loss terms whose arg-max prediction was right
-  int64_t count = 0;    // loss terms
-};
-
 class Model {
  public:
-  explicit Model(const Kernels& k) : k_(k), params_(k), grads_(k) {}
+  explicit Model(const Kernels& k)
+      : k_(k), params_(k), grads_(k), block_saved_(k), block_dx_a_(k), block_dx_b_(k) {}
   virtual ~Model() = default;
 
   virtual std::string type() const = 0;
   const Kernels& kernels() const { return k_; }
   const std::vector<LayerInfo>& layers() const { return layers_; }
+  // The model as blocks, in order (models/block.h): what a pipeline stage runs (models/stage.h). Empty
+  // for a model that does not run as stages yet.
+  int block_count() const { return int(blocks_.size()); }
+  Block& block(int i) { return *blocks_[size_t(i)]; }
+  const Block& block(int i) const { return *blocks_[size_t(i)]; }
   // In the backend's memory: host memory on the CPU (read and write them freely), device memory on a GPU
   // (pass them to kernels and collectives; use the *_to_host / params_from_host copies to look inside).
   std::span<float> params() { return params_.span(); }
@@ -98,6 +99,10 @@ class Model {
   void parameters_needed(int64_t end) {
     if (parameters_needed_) parameters_needed_(end);
   }
+  // The one-stage run of blocks_ over n samples (x in the backend's memory; targets the head's): forward,
+  // and with `backward` the loss gradient scaled by loss_scale back through every block, gradients
+  // overwritten, the hooks honoured. What forward_backward and evaluate of a model made of blocks do.
+  StepStats run_blocks(const float* x, const int32_t* targets, int64_t n, float loss_scale, bool backward);
   // Allocates the parameter and gradient buffers (gradients zero) and fills the parameters from `initial`.
   void set_parameters(const std::vector<float>& initial);
   // A batch's arrays where this backend's kernels can read them: the host pointer itself on the CPU, or
@@ -112,9 +117,12 @@ class Model {
 
   const Kernels& k_;
   std::vector<LayerInfo> layers_;
+  std::vector<std::unique_ptr<Block>> blocks_;
   int64_t hook_slice_ = 0;
   Buffer<float> params_;
   Buffer<float> grads_;
+  std::vector<Buffer<float>> block_outs_;  // run_blocks: each block's output
+  Buffer<float> block_saved_, block_dx_a_, block_dx_b_;
 
  private:
   GradientsReady gradients_ready_;

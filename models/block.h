@@ -1,0 +1,88 @@
+// A block: the unit a pipeline stage boundary may follow (a dense layer, a CNN unit, a transformer block,
+// the embedding, the head and its loss). Like llm.c's layers, at that size: its shape (parameters,
+// activations in and out, what its backward keeps, FLOPs) and its forward and backward side by side.
+// A model is an ordered list of blocks; a stage (models/stage.h) runs a contiguous range of them, and the
+// whole model is the one-stage case.
+//
+// Blocks hold no activations between calls: a micro-batch's are the caller's (BlockData), so a stage can
+// keep one set per micro-batch in flight. Scratch that lives only within one call is the block's own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "lib/core/batch.h"
+
+namespace dp {
+
+struct StepStats {
+  double loss_sum = 0;  // sum of the loss terms (one per sample, or one per token for language models)
+  int64_t correct = 0;  // loss terms whose arg-max prediction was right
+  int64_t count = 0;    // loss terms
+};
+
+struct BlockShape {
+  std::string name, kind;                    // "fc2", "relu_linear"
+  int64_t param_offset = 0, param_count = 0;  // its parameters in the model's flat buffer
+  int64_t in_floats = 0;      // per sample: its input (the previous block's output; the data for the first)
+  int64_t out_floats = 0;     // per sample: its output, the next block's input (0 for the head)
+  int64_t saved_floats = 0;   // per sample: what its backward reads besides its input, kept from forward
+  int64_t scratch_floats = 0; // per sample: working memory of one forward or backward
+  double forward_flops = 0, backward_flops = 0;  // per sample
+};
+
+// The parameters (and gradients) a block reaches: a buffer holding the model's flat parameters from
+// offset `base` on (the whole model's, base 0, or a stage's).
+struct ParamWindow {
+  float* params = nullptr;
+  float* grads = nullptr;
+  int64_t base = 0;
+  float* p(int64_t offset) const { return params + (offset - base); }
+  float* g(int64_t offset) const { return grads + (offset - base); }
+};
+
+// Gradient communication's hooks (Model::on_parameters_needed / on_gradients_ready), in the model's flat
+// offsets, and the slice size wide layers announce their parameters in (0: whole layers).
+struct BlockHooks {
+  std::function<void(int64_t end)> parameters_needed;
+  std::function<void(int64_t offset)> gradients_ready;
+  int64_t slice_floats = 0;
+  void needed(int64_t end) const {
+    if (parameters_needed) parameters_needed(end);
+  }
+  void ready(int64_t offset) const {
+    if (gradients_ready) gradients_ready(offset);
+  }
+};
+
+// One micro-batch of n samples as a block sees it, in the backend's memory.
+struct BlockData {
+  int64_t n = 0;
+  const float* x = nullptr;          // (n, in_floats)
+  const int32_t* targets = nullptr;  // the head's labels (n) or next tokens
+  float* y = nullptr;                // (n, out_floats), written by forward
+  float* saved = nullptr;            // (n, saved_floats), written by forward, read by backward
+};
+
+class Block {
+ public:
+  explicit Block(BlockShape shape) : shape_(std::move(shape)) {}
+  virtual ~Block() = default;
+  const BlockShape& shape() const { return shape_; }
+
+  // d.x -> d.y (and d.saved). The head computes its loss terms instead, and with loss_scale > 0 also
+  // loss_scale * d(loss)/d(its output) into d.saved for its backward; other blocks return {}.
+  virtual StepStats forward(const ParamWindow& w, const BlockData& d, float loss_scale, const BlockHooks& h) = 0;
+  // From dy (n, out_floats; the head reads its saved loss gradient instead): dx (n, in_floats; skipped when
+  // null) and its parameter gradients, overwritten or added to (accumulate). Announces its gradients,
+  // last to first, through h.
+  virtual void backward(const ParamWindow& w, const BlockData& d, const float* dy, float* dx, bool accumulate,
+                        const BlockHooks& h) = 0;
+
+ private:
+  BlockShape shape_;
+};
+
+}  // namespace dp

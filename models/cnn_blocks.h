@@ -1,0 +1,36 @@
+// The CNN's blocks (models/block.h): a plain unit (conv3x3 -> norm -> ReLU: the stem and each
+// downsampling layer), a residual unit (conv3x3 -> norm -> ReLU -> conv3x3 -> norm, + its input, ReLU),
+// and the head (global average pooling -> linear -> softmax cross-entropy). Each keeps its conv outputs
+// and norm statistics for backward; its output (the ReLU's, whose mask backward reads) stays with the
+// caller as the next block's input.
+#pragma once
+
+#include <memory>
+
+#include "kernels/cpu/conv.h"
+#include "kernels/kernel_table.h"
+#include "models/block.h"
+#include "models/buffer.h"
+
+namespace dp {
+
+struct ConvLayout {
+  cpu::ConvShape shape;  // n is set per call
+  int64_t w_offset = 0, b_offset = 0;
+};
+struct NormLayout {
+  int64_t channels = 0, spatial = 0;
+  int64_t g_offset = 0, b_offset = 0;
+};
+
+// `workspace` (the convolutions' CPU scratch, of at least every conv's conv2d_workspace floats) is shared
+// by the blocks and must outlive them. first: the model's first block (no input gradient).
+std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv, NormLayout norm, bool first,
+                                       Buffer<float>& workspace, const Kernels& k);
+std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout conv1, NormLayout norm1,
+                                          ConvLayout conv2, NormLayout norm2, Buffer<float>& workspace,
+                                          const Kernels& k);
+std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset,
+                                     const Kernels& k);
+
+}  // namespace dp

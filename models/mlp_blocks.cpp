@@ -1,0 +1,145 @@
+// The MLP's blocks, forward and backward side by side: [ReLU ->] Linear, and the head's loss.
+#include "models/mlp_blocks.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dp {
+
+std::vector<int64_t> DenseLayout::slice_rows(int64_t slice_floats) const {
+  const int64_t per_slice = slice_floats > 0 ? std::max<int64_t>(1, slice_floats / in) : out;
+  const int64_t slices = (out + per_slice - 1) / per_slice;
+  std::vector<int64_t> rows;
+  for (int64_t j = 0; j <= slices; ++j) rows.push_back(out * j / slices);  // even slices
+  return rows;
+}
+
+int64_t DenseLayout::slice_end(const std::vector<int64_t>& rows, size_t j) const {
+  return j + 2 == rows.size() ? end() : w_offset + rows[j + 1] * in;
+}
+
+namespace {
+
+// [ReLU ->] Linear. With relu_in, the block reads the previous Linear's output z and computes relu(z)
+// into scratch for its matmul, in forward and again in backward, so it keeps nothing but its input.
+class LinearBlock : public Block {
+ public:
+  LinearBlock(BlockShape shape, DenseLayout d, bool relu_in, const Kernels& k)
+      : Block(std::move(shape)), d_(d), relu_in_(relu_in), k_(k), act_(k), dact_(k) {}
+
+  StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
+    linear(w, input(d.x, d.n), d.y, d.n, h);
+    return {};
+  }
+
+  void backward(const ParamWindow& w, const BlockData& d, const float* dy, float* dx, bool accumulate,
+                const BlockHooks& h) override {
+    const float* a = input(d.x, d.n);
+    float* da = dx;
+    if (relu_in_ && dx) {
+      dact_.grow(size_t(d.n * d_.in));
+      da = dact_.data();
+    }
+    const auto rows = d_.slice_rows(h.slice_floats);
+    if (rows.size() == 2) {
+      k_.linear_backward(a, w.p(d_.w_offset), dy, da, w.g(d_.w_offset), w.g(d_.b_offset()), d.n, d_.in, d_.out,
+                         accumulate);
+      h.ready(d_.w_offset);
+    } else {
+      // The bias first (the last slice holds it), then slice by slice, last to first: its weights'
+      // gradient and its share of da (the last read of its weights, which may be updated once announced).
+      k_.linear_bias_grad(dy, w.g(d_.b_offset()), d.n, d_.out, accumulate);
+      for (size_t j = rows.size() - 1; j-- > 0;) {
+        k_.linear_weight_grad_rows(a, dy, w.g(d_.w_offset), d.n, d_.in, d_.out, rows[j], rows[j + 1], accumulate);
+        if (da) k_.linear_input_grad_rows(dy, w.p(d_.w_offset), da, d.n, d_.in, d_.out, rows[j], rows[j + 1],
+                                          /*accumulate=*/j + 2 < rows.size());
+        h.ready(d_.w_offset + rows[j] * d_.in);
+      }
+    }
+    if (relu_in_ && dx) k_.relu_backward(d.x, da, dx, d.n * d_.in);  // relu(z) > 0 exactly where z > 0
+  }
+
+ protected:
+  // y = a w^T + b, whole or slice by slice as the parameters arrive (the bias with the last slice).
+  void linear(const ParamWindow& w, const float* a, float* y, int64_t n, const BlockHooks& h) {
+    const auto rows = d_.slice_rows(h.slice_floats);
+    if (rows.size() == 2) {
+      h.needed(d_.end());
+      k_.linear_forward(a, w.p(d_.w_offset), w.p(d_.b_offset()), y, n, d_.in, d_.out);
+      return;
+    }
+    for (size_t j = 0; j + 1 < rows.size(); ++j) {
+      h.needed(d_.slice_end(rows, j));
+      k_.linear_forward_rows(a, w.p(d_.w_offset), y, n, d_.in, d_.out, rows[j], rows[j + 1]);
+    }
+    k_.linear_add_bias(w.p(d_.b_offset()), y, n, d_.out);
+  }
+  // The Linear's input: x, or relu(x) in scratch.
+  const float* input(const float* x, int64_t n) {
+    if (!relu_in_) return x;
+    act_.grow(size_t(n * d_.in));
+    k_.relu_forward(x, act_.data(), n * d_.in);
+    return act_.data();
+  }
+
+  DenseLayout d_;
+  bool relu_in_;
+  const Kernels& k_;
+  Buffer<float> act_, dact_;
+};
+
+// ReLU -> Linear -> softmax cross-entropy: forward keeps loss_scale * d(loss)/d(logits) as its saved
+// activations; backward runs the Linear's backward from them.
+class HeadBlock final : public LinearBlock {
+ public:
+  HeadBlock(BlockShape shape, DenseLayout d, bool relu_in, const Kernels& k)
+      : LinearBlock(std::move(shape), d, relu_in, k), logits_(k) {}
+
+  StepStats forward(const ParamWindow& w, const BlockData& d, float loss_scale, const BlockHooks& h) override {
+    logits_.grow(size_t(d.n * d_.out));
+    linear(w, input(d.x, d.n), logits_.data(), d.n, h);
+    const cpu::LossSums s =
+        k_.softmax_cross_entropy(logits_.data(), d.targets, d.saved, d.n, d_.out, d.saved ? loss_scale : 1.0f);
+    return {s.loss, s.correct, d.n};
+  }
+
+  void backward(const ParamWindow& w, const BlockData& d, const float*, float* dx, bool accumulate,
+                const BlockHooks& h) override {
+    LinearBlock::backward(w, d, d.saved, dx, accumulate, h);
+  }
+
+ private:
+  Buffer<float> logits_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& widths, const Kernels& k) {
+  std::vector<std::unique_ptr<Block>> blocks;
+  int64_t offset = 0;
+  const size_t layers = widths.size() - 1;
+  for (size_t l = 0; l < layers; ++l) {
+    const DenseLayout d{widths[l], widths[l + 1], offset};
+    const bool head = l + 1 == layers, relu_in = l > 0;
+    BlockShape s;
+    s.name = fmt::format("fc{}", l + 1);
+    s.kind = head ? "head" : relu_in ? "relu_linear" : "linear";
+    s.param_offset = offset;
+    s.param_count = d.end() - offset;
+    s.in_floats = d.in;
+    s.out_floats = head ? 0 : d.out;
+    s.saved_floats = head ? d.out : 0;  // the head keeps its loss gradient
+    s.scratch_floats = (relu_in ? 2 * d.in : 0) + (head ? d.out : 0);
+    const double matmul = 2.0 * double(d.in) * double(d.out);
+    s.forward_flops = matmul + (relu_in ? double(d.in) : 0.0);
+    // Weights' gradient, and the input's except in the first block (nobody needs the data's gradient).
+    s.backward_flops = matmul * (l == 0 ? 1 : 2) + (relu_in ? 2.0 * double(d.in) : 0.0);
+    if (head) blocks.push_back(std::make_unique<HeadBlock>(s, d, relu_in, k));
+    else blocks.push_back(std::make_unique<LinearBlock>(s, d, relu_in, k));
+    offset = d.end();
+  }
+  return blocks;
+}
+
+}  // namespace dp
