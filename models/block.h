@@ -26,6 +26,8 @@ struct StepStats {
 struct BlockShape {
   std::string name, kind;                    // "fc2", "relu_linear"
   int64_t param_offset = 0, param_count = 0;  // its parameters in the model's flat buffer
+  int64_t shared_offset = 0, shared_count = 0;  // another block's parameters it also reads and adds
+                                                //   gradients to (a tied LM head: the token embedding)
   int64_t in_floats = 0;      // per sample: its input (the previous block's output; the data for the first)
   int64_t out_floats = 0;     // per sample: its output, the next block's input (0 for the head)
   int64_t saved_floats = 0;   // per sample: what its backward reads besides its input, kept from forward
@@ -61,6 +63,7 @@ struct BlockHooks {
 struct BlockData {
   int64_t n = 0;
   const float* x = nullptr;          // (n, in_floats)
+  const int32_t* tokens = nullptr;   // a language model's first block reads token ids instead of x
   const int32_t* targets = nullptr;  // the head's labels (n) or next tokens
   float* y = nullptr;                // (n, out_floats), written by forward
   float* saved = nullptr;            // (n, saved_floats), written by forward, read by backward

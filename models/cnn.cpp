@@ -122,7 +122,7 @@ StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
     gradients_ready(0);
     return {};
   }
-  return run_blocks(stage(b.x, b.n * shape_.features, x_staging_), stage(b.targets, b.n, labels_staging_), b.n,
+  return run_blocks(stage(b.x, b.n * shape_.features, x_staging_), nullptr, stage(b.targets, b.n, labels_staging_), b.n,
                     loss_scale, true);
 }
 
@@ -134,7 +134,7 @@ StepStats Cnn::evaluate(const Batch& b) {
   for (int64_t begin = 0; begin < b.n; begin += kChunk) {
     const int64_t m = std::min(kChunk, b.n - begin);
     const StepStats s = run_blocks(stage(b.x + begin * shape_.features, m * shape_.features, x_staging_),
-                                   stage(b.targets + begin, m, labels_staging_), m, 1.0f, false);
+                                   nullptr, stage(b.targets + begin, m, labels_staging_), m, 1.0f, false);
     total.loss_sum += s.loss_sum;
     total.correct += s.correct;
   }

@@ -55,13 +55,13 @@ StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {
     gradients_ready(0);
     return {};
   }
-  return run_blocks(stage(b.x, b.n * dense_.front().in, x_staging_), stage(b.targets, b.n, labels_staging_), b.n,
+  return run_blocks(stage(b.x, b.n * dense_.front().in, x_staging_), nullptr, stage(b.targets, b.n, labels_staging_), b.n,
                     loss_scale, true);
 }
 
 StepStats Mlp::evaluate(const Batch& b) {
   if (b.n == 0) return {};
-  return run_blocks(stage(b.x, b.n * dense_.front().in, x_staging_), stage(b.targets, b.n, labels_staging_), b.n,
+  return run_blocks(stage(b.x, b.n * dense_.front().in, x_staging_), nullptr, stage(b.targets, b.n, labels_staging_), b.n,
                     1.0f, false);
 }
 

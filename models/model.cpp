@@ -28,7 +28,8 @@ uint64_t Model::fingerprint() const {
   return h;
 }
 
-StepStats Model::run_blocks(const float* x, const int32_t* targets, int64_t n, float loss_scale, bool backward) {
+StepStats Model::run_blocks(const float* x, const int32_t* tokens, const int32_t* targets, int64_t n,
+                            float loss_scale, bool backward) {
   const ParamWindow w{params_.data(), grads_.data(), 0};
   const BlockHooks h{[this](int64_t end) { parameters_needed(end); },
                      [this](int64_t offset) { gradients_ready(offset); }, hook_slice_};
@@ -39,7 +40,7 @@ StepStats Model::run_blocks(const float* x, const int32_t* targets, int64_t n, f
   if (backward) block_saved_.grow(size_t(saved_at.back()));
   auto data = [&](int i) {
     const BlockShape& s = block(i).shape();
-    return BlockData{n, i == 0 ? x : block_outs_[size_t(i) - 1].data(), targets, block_outs_[size_t(i)].data(),
+    return BlockData{n, i == 0 ? x : block_outs_[size_t(i) - 1].data(), tokens, targets, block_outs_[size_t(i)].data(),
                      backward && s.saved_floats > 0 ? block_saved_.data() + saved_at[size_t(i)] : nullptr};
   };
   StepStats stats;

@@ -99,10 +99,12 @@ class Model {
   void parameters_needed(int64_t end) {
     if (parameters_needed_) parameters_needed_(end);
   }
-  // The one-stage run of blocks_ over n samples (x in the backend's memory; targets the head's): forward,
+  // The one-stage run of blocks_ over n samples (x or tokens in the backend's memory; targets the
+  // head's): forward,
   // and with `backward` the loss gradient scaled by loss_scale back through every block, gradients
   // overwritten, the hooks honoured. What forward_backward and evaluate of a model made of blocks do.
-  StepStats run_blocks(const float* x, const int32_t* targets, int64_t n, float loss_scale, bool backward);
+  StepStats run_blocks(const float* x, const int32_t* tokens, const int32_t* targets, int64_t n, float loss_scale,
+                       bool backward);
   // Allocates the parameter and gradient buffers (gradients zero) and fills the parameters from `initial`.
   void set_parameters(const std::vector<float>& initial);
   // A batch's arrays where this backend's kernels can read them: the host pointer itself on the CPU, or

@@ -20,6 +20,15 @@ Stage::Stage(Model& model, int first, int last, int slots, std::vector<bool> rec
     DP_CHECK(s.param_offset == end_, "blocks' parameters laid out in order");
     end_ += s.param_count;
   }
+  for (int b = first; b <= last; ++b) {
+    const BlockShape& s = model.block(b).shape();
+    if (s.shared_count > 0 && (s.shared_offset < begin_ || s.shared_offset + s.shared_count > end_))
+      throw JobError("[model] tied_head",
+                     fmt::format("block {} ({}) shares its weights with a block in another stage: a tied LM head "
+                                 "and the token embedding must be in one stage",
+                                 b, s.name),
+                     "set [model] tied_head = false to split them, or keep them in one stage");
+  }
   const std::vector<float> all = model.params_to_host();
   params_.grow(size_t(end_ - begin_));
   grads_.grow(size_t(end_ - begin_));
@@ -64,14 +73,15 @@ BlockData Stage::data(Slot& s, int i) {
       saved = s.saved.data() + saved_offset(i, s.n);
     }
   }
-  return {s.n, i == 0 ? s.input.data() : s.outputs.data() + output_offset(i - 1, s.n), s.targets,
+  return {s.n, i == 0 ? s.input.data() : s.outputs.data() + output_offset(i - 1, s.n), s.tokens, s.targets,
           s.outputs.data() + output_offset(i, s.n), saved};
 }
 
-StepStats Stage::forward(int slot, const int32_t* targets, int64_t n, float loss_scale) {
+StepStats Stage::forward(int slot, const int32_t* tokens, const int32_t* targets, int64_t n, float loss_scale) {
   Slot& s = slots_[size_t(slot)];
   const int len = last_ - first_ + 1;
   s.n = n;
+  s.tokens = tokens;
   s.targets = targets;
   s.loss_scale = loss_scale;
   s.outputs.grow(size_t(output_offset(len, n)));

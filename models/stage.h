@@ -33,9 +33,10 @@ class Stage {
   // Where the input of n samples for `slot` goes (n, in_floats; the backend's memory): the previous
   // stage's output is received there, or the first stage's batch copied there, before forward(slot).
   float* input(int slot, int64_t n);
-  // Forward of the n samples in `slot`'s input; targets (the head's, in the backend's memory, alive until
-  // backward) are read by the last stage, whose loss terms it returns (others: {}).
-  StepStats forward(int slot, const int32_t* targets, int64_t n, float loss_scale);
+  // Forward of the n samples in `slot`'s input (or, for a language model's first stage, of `tokens`);
+  // tokens and targets (the head's) in the backend's memory, alive until backward. The last stage
+  // returns its loss terms (others: {}).
+  StepStats forward(int slot, const int32_t* tokens, const int32_t* targets, int64_t n, float loss_scale);
   // The slot's output (n, out_floats) for the next stage; null for the last stage.
   const float* output(int slot) const;
   // Backward of the micro-batch in `slot`: dy (n, out_floats) from the next stage (ignored by the last),
@@ -49,7 +50,7 @@ class Stage {
  private:
   struct Slot {
     Buffer<float> input, outputs, saved;  // outputs and saved: every block's, back to back
-    const int32_t* targets = nullptr;
+    const int32_t *tokens = nullptr, *targets = nullptr;
     int64_t n = 0;
     float loss_scale = 1;  // the head's, for recomputing its loss gradient
   };

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lib/core/error.h"
 #include "models/cnn.h"
+#include "models/gpt.h"
 #include "models/mlp.h"
 #include "models/stage.h"
 #include "tests/models/model_testing.h"
@@ -67,7 +69,7 @@ BOOST_AUTO_TEST_CASE(one_stage_accumulating_micro_batches_is_the_whole_batch) {
     int64_t correct = 0;
     for (int64_t m = 0; m < kBatch / kMicro; ++m) {
       feed(s, 0, d, m * kMicro, kMicro);
-      const StepStats st = s.forward(0, d.targets.data() + m * kMicro, kMicro, 1.0f / float(kBatch));
+      const StepStats st = s.forward(0, nullptr, d.targets.data() + m * kMicro, kMicro, 1.0f / float(kBatch));
       loss += st.loss_sum, correct += st.correct;
       BOOST_TEST(s.output(0) == nullptr);  // the last stage sends nothing on
       s.backward(0, nullptr, nullptr, m > 0);
@@ -94,11 +96,11 @@ BOOST_AUTO_TEST_CASE(two_stages_in_1f1b_order_are_the_whole_batch) {
     double loss = 0;
     auto forward_first = [&](int64_t m) {
       feed(first, int(m % 2), d, m * kMicro, kMicro);
-      first.forward(int(m % 2), nullptr, kMicro, 1.0f / float(kBatch));
+      first.forward(int(m % 2), nullptr, nullptr, kMicro, 1.0f / float(kBatch));
     };
     auto through_second = [&](int64_t m) {  // the last stage: forward, then backward at once
       std::copy_n(first.output(int(m % 2)), kMicro * first.out_floats(), second.input(0, kMicro));
-      loss += second.forward(0, d.targets.data() + m * kMicro, kMicro, 1.0f / float(kBatch)).loss_sum;
+      loss += second.forward(0, nullptr, d.targets.data() + m * kMicro, kMicro, 1.0f / float(kBatch)).loss_sum;
       second.backward(0, nullptr, dx.data(), m > 0);
       first.backward(int(m % 2), dx.data(), nullptr, m > 0);
     };
@@ -122,7 +124,7 @@ BOOST_AUTO_TEST_CASE(recomputing_the_head_gives_the_same_gradients_exactly) {
   for (bool recompute : {false, true}) {
     Stage s(model, 0, 1, 1, {false, recompute});
     feed(s, 0, d, 0, kMicro);
-    s.forward(0, d.targets.data(), kMicro, 0.25f);
+    s.forward(0, nullptr, d.targets.data(), kMicro, 0.25f);
     s.backward(0, nullptr, nullptr, false);
     grads.emplace_back(s.grads().begin(), s.grads().end());
   }
@@ -149,7 +151,8 @@ void check_two_stages(Model& model, const SampleShape& shape, int cut) {
   Data d;
   const Batch b = random_batch(shape, kBatch, d);
   const std::vector<float> params = model.params_to_host();
-  const StepStats ref_stats = model.forward_backward(b, 1.0f / float(kBatch));
+  const StepStats ref_stats =
+      model.forward_backward(b, 1.0f / float(kBatch * (shape.is_text() ? shape.context : 1)));
   const std::vector<float> ref = model.grads_to_host();
   const int n_blocks = model.block_count();
   for (bool recompute : {false, true}) {
@@ -157,13 +160,20 @@ void check_two_stages(Model& model, const SampleShape& shape, int cut) {
     Stage second(model, cut + 1, n_blocks - 1, 1, std::vector<bool>(size_t(n_blocks - cut - 1), recompute));
     std::vector<float> dx(size_t(kMicro * second.in_floats()));
     double loss = 0;
+    // Per sample: the features (or, for text, T token ids) and the targets (1, or T next tokens).
+    const int64_t per = shape.is_text() ? shape.context : 1;
+    const float scale = 1.0f / float(kBatch * per);
     auto forward_first = [&](int64_t m) {
+      if (shape.is_text()) {
+        first.forward(int(m % 2), d.tokens.data() + m * kMicro * per, nullptr, kMicro, scale);
+        return;
+      }
       std::copy_n(d.x.data() + m * kMicro * shape.features, kMicro * shape.features, first.input(int(m % 2), kMicro));
-      first.forward(int(m % 2), nullptr, kMicro, 1.0f / float(kBatch));
+      first.forward(int(m % 2), nullptr, nullptr, kMicro, scale);
     };
     auto through_second = [&](int64_t m) {
       std::copy_n(first.output(int(m % 2)), kMicro * first.out_floats(), second.input(0, kMicro));
-      loss += second.forward(0, d.targets.data() + m * kMicro, kMicro, 1.0f / float(kBatch)).loss_sum;
+      loss += second.forward(0, nullptr, d.targets.data() + m * kMicro * per, kMicro, scale).loss_sum;
       second.backward(0, nullptr, dx.data(), m > 0);
       first.backward(int(m % 2), dx.data(), nullptr, m > 0);
     };
@@ -191,4 +201,48 @@ BOOST_AUTO_TEST_CASE(a_cnn_cut_into_two_stages_is_the_whole_batch) {
   for (int cut : {0, 1, 3}) {
     BOOST_TEST_CONTEXT("cut after block " << cut) check_two_stages(model, shape, cut);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_gpt_cut_into_two_stages_is_the_whole_batch) {
+  ModelSection spec;
+  spec.type = "gpt";
+  spec.layers = 2;
+  spec.width = 16;
+  spec.heads = 2;
+  spec.context = 12;
+  spec.tied_head = false;
+  const SampleShape shape{.classes = 11, .context = 12};
+  Gpt model(spec, shape, 8);
+  // embed, h0, h1, head.
+  BOOST_TEST_REQUIRE(model.block_count() == 4);
+  for (int cut : {0, 1, 2}) {
+    BOOST_TEST_CONTEXT("cut after block " << cut) check_two_stages(model, shape, cut);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_tied_head_stays_with_the_embedding) {
+  ModelSection spec;
+  spec.type = "gpt";
+  spec.layers = 2;
+  spec.width = 16;
+  spec.heads = 2;
+  spec.context = 12;
+  spec.tied_head = true;
+  const SampleShape shape{.classes = 11, .context = 12};
+  Gpt model(spec, shape, 9);
+  // In one stage, micro-batches accumulate into wte from the head and the embedding alike.
+  Data d;
+  const Batch b = random_batch(shape, kBatch, d);
+  model.forward_backward(b, 1.0f / float(kBatch * 12));
+  const std::vector<float> ref = model.grads_to_host();
+  Stage all(model, 0, 3, 1);
+  for (int64_t m = 0; m < kBatch / kMicro; ++m) {
+    all.forward(0, d.tokens.data() + m * kMicro * 12, d.targets.data() + m * kMicro * 12, kMicro,
+                1.0f / float(kBatch * 12));
+    all.backward(0, nullptr, nullptr, m > 0);
+  }
+  expect_close(std::vector<float>(all.grads().begin(), all.grads().end()), ref, 1e-4);
+  // Split, they would need their gradients summed across stages: refused, saying how to untie them.
+  BOOST_CHECK_EXCEPTION(Stage(model, 2, 3, 1), JobError,
+                        [](const JobError& e) { return e.where() == "[model] tied_head"; });
 }
