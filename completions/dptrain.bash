@@ -186,12 +186,12 @@ _dptrain() {
   elif [[ $sub == profile ]]; then
     case $prev in
       --algorithms) COMPREPLY=($(compgen -W "native ring native,ring" -- "$cur")) ;;
-      --ranks | --min-bytes | --max-bytes | --factor | --iters | --warmup | --steps) ;;
+      --ranks | --min-bytes | --max-bytes | --factor | --iters | --warmup | --steps | --batch) ;;
       --out) _dptrain_paths "$cur" toml ;;
       --set) _dptrain_set_arg "$cur" ;;
       *)
         if [[ $cur == -* ]]; then
-          COMPREPLY=($(compgen -W "--compute --collectives --links --out --set --steps --ranks --algorithms --min-bytes
+          COMPREPLY=($(compgen -W "--compute --collectives --links --layers --batch --out --set --steps --ranks --algorithms --min-bytes
             --max-bytes --factor --iters --warmup --json --dry-run -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml

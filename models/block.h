@@ -29,6 +29,7 @@ struct BlockShape {
   int64_t shared_offset = 0, shared_count = 0;  // another block's parameters it also reads and adds
                                                 //   gradients to (a tied LM head: the token embedding)
   int64_t in_floats = 0;      // per sample: its input (the previous block's output; the data for the first)
+  int64_t in_tokens = 0;      // per sample: the token ids it reads instead (a language model's embedding)
   int64_t out_floats = 0;     // per sample: its output, the next block's input (0 for the head)
   int64_t saved_floats = 0;   // per sample: what its backward reads besides its input, kept from forward
   int64_t scratch_floats = 0; // per sample: working memory of one forward or backward

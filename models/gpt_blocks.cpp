@@ -132,7 +132,8 @@ std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int6
   s.kind = "embedding";
   s.param_offset = wte;
   s.param_count = wpe + dims.positions * dims.c - wte;
-  s.out_floats = dims.t * dims.c;  // its input is T token ids, not floats
+  s.in_tokens = dims.t;  // its input is T token ids, not floats
+  s.out_floats = dims.t * dims.c;
   s.forward_flops = double(dims.t * dims.c);
   s.backward_flops = 2.0 * double(dims.t * dims.c);
   return std::make_unique<Embedding>(s, dims, wte, wpe, tied, k);

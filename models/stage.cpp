@@ -52,7 +52,9 @@ int64_t Stage::saved_offset(int i, int64_t n) const {
 
 int64_t Stage::slot_bytes(int64_t n) const {
   const int len = last_ - first_ + 1;
-  return int64_t(sizeof(float)) * (n * in_floats() + output_offset(len, n) + saved_offset(len, n));
+  // The input it holds: floats, or the token ids the first block reads (both 4 bytes).
+  const int64_t input = in_floats() + model_.block(first_).shape().in_tokens;
+  return int64_t(sizeof(float)) * (n * input + output_offset(len, n) + saved_offset(len, n));
 }
 
 float* Stage::input(int slot, int64_t n) {

@@ -44,7 +44,8 @@ class Stage {
   // `accumulate` is false (the mini-batch's first micro-batch), else added to. Frees the slot.
   void backward(int slot, const float* dy, float* dx, bool accumulate);
 
-  // Bytes of activations one slot holds for n samples (input, outputs, saved of blocks not recomputed).
+  // Bytes of activations one slot holds for n samples (input, outputs, saved of blocks not recomputed); a
+  // language model's first stage counts the token ids it reads, which the caller keeps until backward.
   int64_t slot_bytes(int64_t n) const;
 
  private:

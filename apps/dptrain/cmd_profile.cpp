@@ -3,8 +3,9 @@
 // every algorithm over a range of sizes, printed as nccl-tests prints it (size, count, time, algbw,
 // busbw, #wrong, out of place and in place), over the job's emulated links if it has them. --links: the
 // bandwidth and latency between every pair of ranks (lib/comm/link_probe.h), as two matrices, and with
-// --out as a cluster file for [cluster] file. --json for machines. Outside an MPI job it relaunches
-// itself under mpirun like `run`.
+// --out as a cluster file for [cluster] file. --layers: every block of the model timed in this process
+// (lib/train/layer_profile.h), with --out as a layer profile for `plan --profile`. --json for machines.
+// Outside an MPI job it relaunches itself under mpirun like `run` (but for --layers).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,10 +20,12 @@
 #include "lib/comm/communicator.h"
 #include "lib/comm/link_probe.h"
 #include "lib/core/error.h"
+#include "lib/core/json.h"
 #include "lib/job/job.h"
 #include "lib/launch/launcher.h"
 #include "lib/train/run_dir.h"
 #include "lib/train/run_setup.h"
+#include "lib/train/layer_profile.h"
 #include "lib/train/speed_probe.h"
 
 namespace dp::app {
@@ -36,16 +39,24 @@ LaunchSection launch_of(const ProfileCommand& cmd) {
 }
 
 void check(const ProfileCommand& cmd) {
-  if (!cmd.collectives && !cmd.compute && !cmd.links)
-    throw UsageError("profile", "nothing to profile", "give --compute JOB.toml, --links JOB.toml and/or --collectives");
+  if (!cmd.collectives && !cmd.compute && !cmd.links && !cmd.layers)
+    throw UsageError("profile", "nothing to profile",
+                     "give --compute JOB.toml, --links JOB.toml, --layers JOB.toml and/or --collectives");
+  if (cmd.layers && (cmd.collectives || cmd.compute || cmd.links))
+    throw UsageError("profile --layers", "runs in this process, not with --compute, --links or --collectives",
+                     "profile the layers on their own");
+  if (cmd.layers && cmd.job_path.empty())
+    throw UsageError("profile --layers", "needs a job file (its model is what is timed)",
+                     "dptrain profile --layers JOB.toml");
+  if (cmd.layers_batch > 0 && !cmd.layers) throw UsageError("profile --batch", "is the micro-batch of --layers", "add --layers");
   if (cmd.compute && cmd.job_path.empty())
     throw UsageError("profile --compute", "needs a job file (its model and data are what is timed)",
                      "dptrain profile --compute JOB.toml");
   if (cmd.links && cmd.job_path.empty())
     throw UsageError("profile --links", "needs a job file (its [launch] ranks and [cluster.emulate] links are "
                      "what is measured)", "dptrain profile --links JOB.toml");
-  if (!cmd.links_out.empty() && !cmd.links)
-    throw UsageError("profile --out", "writes the measurements of --links", "add --links");
+  if (!cmd.links_out.empty() && !cmd.links && !cmd.layers)
+    throw UsageError("profile --out", "writes the measurements of --links or --layers", "add --links or --layers");
   if (!cmd.links_out.empty()) {
     const std::filesystem::path dir = std::filesystem::path(cmd.links_out).parent_path();
     std::error_code ec;
@@ -197,10 +208,45 @@ int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   return wrong_total == 0 ? 0 : 1;
 }
 
+// Every block timed in this process, as a table, and with --out as a layer profile for `plan --profile`.
+int profile_layers(const ProfileCommand& cmd) {
+  const Job job = load_job(cmd.job_path, cmd.overrides);
+  const int64_t batch = cmd.layers_batch > 0 ? cmd.layers_batch
+                                             : std::max<int64_t>(1, job.train.global_batch / job.launch.ranks);
+  const pipeline::BlockProfile p = measure_block_profile(job, batch, cmd.compute_steps, 3);
+  if (cmd.json) {
+    for (size_t i = 0; i < p.blocks.size(); ++i) {
+      const pipeline::BlockRow& b = p.blocks[i];
+      std::printf(R"({"measure": "layers", "block": %zu, "name": %s, "micro_batch": %lld, "forward_ms": %.6g, )"
+                  R"("backward_ms": %.6g, "output_bytes": %.9g, "saved_bytes": %.9g, "work_bytes": %.9g, )"
+                  R"("param_bytes": %.9g})" "\n",
+                  i, json_quoted(b.name).c_str(), (long long)p.micro_batch, b.forward_ms, b.backward_ms,
+                  b.output_bytes, b.saved_bytes, b.work_bytes, b.param_bytes);
+    }
+  } else {
+    std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, median of %d steps\n"
+                "#%5s %-18s %10s %10s %14s %14s %12s %12s\n",
+                p.model.c_str(), p.device.c_str(), (long long)p.micro_batch, cmd.compute_steps, "block", "name",
+                "fwd ms", "bwd ms", "out B/sample", "saved B/sample", "work B/smp", "param B");
+    for (size_t i = 0; i < p.blocks.size(); ++i) {
+      const pipeline::BlockRow& b = p.blocks[i];
+      std::printf(" %5zu %-18s %10.4f %10.4f %14.0f %14.0f %12.0f %12.0f\n", i, b.name.c_str(), b.forward_ms,
+                  b.backward_ms, b.output_bytes, b.saved_bytes, b.work_bytes, b.param_bytes);
+    }
+  }
+  if (!cmd.links_out.empty()) {
+    pipeline::write_block_profile(cmd.links_out, p);
+    if (!cmd.json) std::printf("# wrote %s (for dptrain plan JOB.toml --profile %s)\n", cmd.links_out.c_str(),
+                               cmd.links_out.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_profile(const ProfileCommand& cmd, ProcessArgs process) {
   check(cmd);
+  if (cmd.layers) return profile_layers(cmd);
   if (!cmd.dry_run && inside_mpi_job([](const char* v) { return std::getenv(v); })) return profile_rank(cmd, process);
   return relaunch_under_mpirun(launch_of(cmd), process, cmd.dry_run);
 }

@@ -28,7 +28,10 @@ struct ProfileCommand {
   bool collectives = false;             // --collectives: time the allreduce algorithms
   bool compute = false;                 // --compute: each rank's compute speed on the job's model
   bool links = false;                   // --links: bandwidth and latency between every pair of ranks
-  std::string links_out;                // --out: --links's measurements as a cluster file
+  bool layers = false;                  // --layers: every block of the job's model timed (one process)
+  int64_t layers_batch = 0;             // --batch: the micro-batch --layers times (0: global batch / ranks)
+  std::string links_out;                // --out: --links's measurements as a cluster file, or --layers's
+                                        //   as a layer profile
   int compute_steps = 20;               // --steps (timed forward+backward steps of --compute)
   std::string job_path;                 // optional: its [launch] section says where to run
   std::vector<std::string> overrides;   // --set dotted.key=value

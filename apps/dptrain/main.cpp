@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--cluster", plan.cluster_file, "plan on this cluster file's [cluster] instead of the job's")
       ->type_name("FILE");
   plan_cmd->add_option("--profile", plan.profile,
-                       "plan a pipeline from this layer profile (PipeDream's graph.txt): stages, devices, "
+                       "plan a pipeline from this layer profile (profile --layers --out, or PipeDream's graph.txt): "
+                       "stages, devices, "
                        "micro-batches, recomputation")->type_name("FILE");
   plan_cmd->add_option("--profile-batch", plan.profile_batch,
                        "pipeline: samples of a minibatch in the profile's times and sizes (default: the job's "
@@ -95,7 +96,8 @@ int main(int argc, char** argv) {
 
   ProfileCommand profile;
   auto* profile_cmd = app.add_subcommand("profile", "measure this launch: collectives (--collectives), compute "
-                                                    "speed per rank (--compute), links between ranks (--links)");
+                                                    "speed per rank (--compute), links between ranks (--links), "
+                                                    "the model's blocks (--layers)");
   profile_cmd->add_option("job", profile.job_path, "a job file whose [launch] says where to run (optional)")
       ->type_name("JOB.toml");
   profile_cmd->add_flag("--collectives", profile.collectives,
@@ -104,7 +106,14 @@ int main(int argc, char** argv) {
                         "time each rank's forward+backward on the job's model; suggests I-DAT speeds");
   profile_cmd->add_flag("--links", profile.links,
                         "bandwidth and latency between every pair of ranks, one pair at a time (needs a job)");
-  profile_cmd->add_option("--out", profile.links_out, "write --links's measurements as a cluster file")
+  profile_cmd->add_flag("--layers", profile.layers,
+                        "time every block of the job's model (forward, backward) on its device, in this process; "
+                        "with --out, a layer profile for plan --profile");
+  profile_cmd->add_option("--batch", profile.layers_batch,
+                          "--layers: samples of the micro-batch timed (default: the global batch / ranks)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  profile_cmd->add_option("--out", profile.links_out,
+                          "write --links's measurements as a cluster file, or --layers's as a layer profile")
       ->type_name("FILE");
   profile_cmd->add_option("--set", profile.overrides, "override a job key, validated like the file (repeatable)")
       ->type_name("KEY=VALUE")->allow_extra_args(false);

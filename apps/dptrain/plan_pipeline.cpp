@@ -135,10 +135,19 @@ PlanResult given_plan(const PlanCommand& cmd, const pipeline::Workload& w, const
 }  // namespace
 
 int plan_pipeline(const PlanCommand& cmd, const Job& job) {
-  const pipeline::LayerProfile profile = pipeline::read_pipedream_graph(cmd.profile);
   const int64_t batch = job.train.global_batch;
-  const double profile_batch = cmd.profile_batch > 0 ? cmd.profile_batch : double(batch);
-  pipeline::Workload w = pipeline::workload_from_profile(profile, profile_batch);
+  const bool ours = pipeline::is_block_profile(cmd.profile);
+  if (ours && cmd.profile_batch > 0)
+    throw UsageError("--profile-batch", "is for PipeDream's profiles; a dptrain profile says its micro_batch",
+                     "leave out --profile-batch");
+  pipeline::LayerProfile profile;  // PipeDream's, when it is one
+  pipeline::BlockProfile block_profile;
+  if (ours) block_profile = pipeline::read_block_profile(cmd.profile);
+  else profile = pipeline::read_pipedream_graph(cmd.profile);
+  const double profile_batch =
+      ours ? double(block_profile.micro_batch) : cmd.profile_batch > 0 ? cmd.profile_batch : double(batch);
+  pipeline::Workload w = ours ? pipeline::workload_from_block_profile(block_profile)
+                              : pipeline::workload_from_profile(profile, profile_batch);
   w.global_batch = batch;
   w.micro_batch_counts = micro_batch_counts(cmd, batch);
   w.state_per_param_byte = resident_bytes_per_param_byte(job.optim);

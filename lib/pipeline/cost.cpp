@@ -44,10 +44,13 @@ double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last
     }
     transient = std::max(transient, blk.work_bytes + (rec ? std::max(0.0, blk.saved_bytes - w.input_bytes_of(b)) : 0.0));
   }
+  // A stage that sends on keeps its output with each micro-batch (the tensor to send, and what a ReLU's
+  // backward reads); once per device it holds the gradients exchanged, of its input and its output.
   const int n = int(w.blocks.size());
-  const double buffers = 2 * (w.input_bytes_of(first) + (last + 1 < n ? w.blocks[size_t(last)].output_bytes : 0.0));
+  const double out = last + 1 < n ? w.blocks[size_t(last)].output_bytes : 0.0;
+  const double gradients = w.input_bytes_of(first) + out;
   return w.state_per_param_byte * Prefix::sum(p.params, first, last) +
-         double(share) * (double(in_flight) * kept + transient + buffers);
+         double(share) * (double(in_flight) * (kept + out) + transient + gradients);
 }
 
 StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,

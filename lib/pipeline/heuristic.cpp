@@ -148,9 +148,9 @@ class Heuristic {
         if (memory <= 0) continue;
         const double share = double(info_.shares[i]);
         const double growing = params + share * (double(info_.in_flight) * kept_ + transient_ +
-                                                 2 * h_.w_.input_bytes_of(a_));
+                                                 h_.w_.input_bytes_of(a_));
         if (growing > memory) return false;
-        if (growing + share * 2 * out > memory) fits_ = false;
+        if (growing + share * double(info_.in_flight + 1) * out > memory) fits_ = false;
       }
       return true;
     }

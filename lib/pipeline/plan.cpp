@@ -73,6 +73,16 @@ Workload workload_from_profile(const LayerProfile& p, double profile_batch) {
   return w;
 }
 
+Workload workload_from_block_profile(const BlockProfile& p) {
+  Workload w;
+  const double mb = double(p.micro_batch);
+  for (const BlockRow& r : p.blocks)
+    w.blocks.push_back({r.name, r.forward_ms * 1e-3 / mb, r.backward_ms * 1e-3 / mb, r.output_bytes, r.saved_bytes,
+                        r.work_bytes, r.param_bytes});
+  w.input_bytes = p.input_bytes;
+  return w;
+}
+
 PlanResult plan_pipeline(const Workload& w, const Cluster& c, const PlanOptions& o) {
   const int n = int(w.blocks.size()), d = c.size();
   const bool exact = o.force_exact || (!o.force_heuristic && d <= o.exact_max_devices &&

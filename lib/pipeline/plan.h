@@ -61,6 +61,8 @@ struct Workload {
 // sample: each block keeps its output for its backward (what PipeDream's memory model stashes), with no
 // working memory beyond it. global_batch and micro_batch_counts are left to the caller.
 Workload workload_from_profile(const LayerProfile& p, double profile_batch);
+// The blocks of a dptrain layer profile, per sample (its times divided by its micro_batch).
+Workload workload_from_block_profile(const BlockProfile& p);
 
 struct Stage {
   int first = 0, last = 0;     // blocks [first, last]

@@ -36,6 +36,29 @@ struct LayerProfile {
   bool chain = true;                   // every boundary carries exactly the previous block's output
 };
 
+// dptrain's own layer profile (`dptrain profile --layers --out FILE`; man dptrain(1), LAYER PROFILES): a
+// TOML file with a [profile] table (model, device, micro_batch: the samples the times are for,
+// input_bytes per sample) and one [[block]] table per block in running order: name, forward_ms and
+// backward_ms per micro-batch, and per sample output_bytes (what crosses the boundary after it),
+// saved_bytes (what its backward keeps: its input and more), work_bytes (transient), and param_bytes.
+struct BlockRow {
+  std::string name;
+  double forward_ms = 0, backward_ms = 0;
+  double output_bytes = 0, saved_bytes = 0, work_bytes = 0, param_bytes = 0;
+};
+struct BlockProfile {
+  std::string model, device;
+  int64_t micro_batch = 1;
+  double input_bytes = 0;
+  std::vector<BlockRow> blocks;
+};
+void write_block_profile(const std::string& path, const BlockProfile& p);
+// Throws ProfileError "FILE:LINE:COL" for bad TOML, a missing, negative or non-numeric field, a
+// micro_batch below 1, or no blocks.
+BlockProfile read_block_profile(const std::string& path);
+// Whether `path` holds dptrain's format (a [profile] table) rather than PipeDream's graph.txt.
+bool is_block_profile(const std::string& path);
+
 // Reads a PipeDream graph.txt. Throws InputError naming FILE:LINE for a line that is neither a node nor
 // an edge, a node without one of the four fields or with a negative or non-numeric one, a node defined
 // twice, an edge to or from an unknown node, a cycle, or a graph without blocks.

@@ -8,9 +8,11 @@
 #      predicts at least the naive plan's and data parallelism's samples/s; --stages is evaluated beside;
 #   3. --cluster FILE plans on another cluster (6 ranks) and --workers on drawn ranks;
 #   4. a memory limit the plain layout exceeds makes the plan recompute, and one nothing fits is refused;
-#   5. bad input exits 2 with one stderr line naming the problem: stages that leave blocks out, overlap,
+#   5. `profile --layers --out` writes a layer profile of the job's own model that plan reads;
+#   6. bad input exits 2 with one stderr line naming the problem: stages that leave blocks out, overlap,
 #      run past the last block or take more devices than there are, a profile line with a negative time
-#      (FILE:LINE), micro-batches that do not divide the batch, --stages without --profile.
+#      (FILE:LINE, both formats), micro-batches that do not divide the batch, --stages without --profile,
+#      --profile-batch with a dptrain profile, --layers without a job.
 # Usage: bash plan_pipeline.sh PATH/TO/dptrain REPO_ROOT
 set -u
 
@@ -122,7 +124,7 @@ fi
 
 # 4. Memory: recomputation under a limit the plain layout exceeds; nothing fits below the parameters.
 if "$DPTRAIN" plan job.toml --profile "$PROFILE" --set train.global_batch=256 --profile-batch 128 --micro-batches 2 \
-  --set 'cluster.memory_gb=[1,1,1,1]' \
+  --set 'cluster.memory_gb=[1.2,1.2,1.2,1.2]' \
   --json >tight.json 2>tight.err && python3 -c '
 import json; p = json.load(open("tight.json"))["plan"]
 assert p["feasible"] and any(s["recompute"] for s in p["stages"]), p'; then
@@ -131,7 +133,34 @@ else
   fail "tight memory: $(cat tight.err) $(head -c 600 tight.json)"
 fi
 
-# 5. Bad input: exit 2, one stderr line with the text.
+# 5. The job's own model as a profile: a small MLP on synthetic data, 5 blocks.
+cat >mlp.toml <<'EOF'
+[model]
+hidden = [64, 64, 32, 32]
+
+[data]
+dataset = "synthetic"
+train_samples = 64
+
+[train]
+steps = 1
+global_batch = 32
+
+[launch]
+ranks = 2
+EOF
+if "$DPTRAIN" profile --layers mlp.toml --batch 8 --steps 3 --out layers.toml >layers.txt 2>layers.err &&
+  grep -q '^\[profile\]' layers.toml && [[ $(grep -c '^\[\[block\]\]' layers.toml) == 5 ]] &&
+  "$DPTRAIN" plan mlp.toml --profile layers.toml --json >mlp_plan.json 2>mlp_plan.err &&
+  python3 -c '
+import json; p = json.load(open("mlp_plan.json"))
+assert p["blocks"] == 5 and p["profile_batch"] == 8 and p["plan"]["feasible"], p'; then
+  pass "profile --layers writes a profile of the job's model (5 blocks) that plan reads"
+else
+  fail "profile --layers: $(cat layers.err mlp_plan.err) $(cat layers.txt)"
+fi
+
+# 6. Bad input: exit 2, one stderr line with the text.
 bad() {  # NAME TEXT ARGS...
   local name=$1 text=$2
   shift 2
@@ -159,6 +188,13 @@ bad "a negative time in the profile" "negative.txt:$line:" --profile negative.tx
 bad "micro-batches not dividing the batch" "do not divide the global batch of 128" --profile "$PROFILE" --micro-batches 3
 bad "--stages without --profile" "needs a layer profile" --stages "0-3"
 bad "a missing cluster file" "six-missing.toml" --profile "$PROFILE" --cluster six-missing.toml
+bad "--profile-batch with a dptrain profile" "is for PipeDream's profiles" --profile layers.toml --profile-batch 4
+sed '0,/backward_ms = /s/backward_ms = /backward_ms = -/' layers.toml >negative.toml
+line=$(grep -n 'backward_ms = -' negative.toml | head -1 | cut -d: -f1)
+bad "a negative time in a dptrain profile" "negative.toml:$line:" --profile negative.toml
+"$DPTRAIN" profile --layers >bad.out 2>bad.err
+[[ $? == 2 && $(wc -l <bad.err) == 1 ]] && grep -q "needs a job file" bad.err && pass "--layers without a job: exit 2" ||
+  fail "--layers without a job: $(cat bad.err)"
 
 echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures failing check(s))"
 ((failures == 0))

@@ -1,0 +1,97 @@
+// dptrain's layer profile files (profile.h): written by `dptrain profile --layers --out`, read by `plan`.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "lib/core/error.h"
+#include "lib/core/json.h"
+#include "lib/pipeline/profile.h"
+
+namespace dp::pipeline {
+namespace {
+
+std::string where(const std::string& path, const toml::source_region& r) {
+  return r.begin.line == 0 ? path : fmt::format("{}:{}:{}", path, r.begin.line, r.begin.column);
+}
+
+double number(const toml::table& t, const char* key, const std::string& path, const std::string& what) {
+  const toml::node* n = t.get(key);
+  if (!n) throw ProfileError(where(path, t.source()), fmt::format("{} has no {}", what, key),
+                             "every [[block]] gives name, forward_ms, backward_ms, output_bytes, saved_bytes, "
+                             "work_bytes and param_bytes");
+  const auto v = n->value<double>();
+  if (!v) throw ProfileError(where(path, n->source()), fmt::format("{}: {} is not a number", what, key), "write a number");
+  if (*v < 0) throw ProfileError(where(path, n->source()), fmt::format("{}: {} = {} is negative", what, key, *v),
+                                 "times and sizes are at least 0");
+  return *v;
+}
+
+}  // namespace
+
+void write_block_profile(const std::string& path, const BlockProfile& p) {
+  std::ostringstream out;
+  out << "# dptrain layer profile (man dptrain(1), LAYER PROFILES): times per micro-batch of micro_batch\n"
+         "# samples, sizes in bytes per sample. `dptrain plan JOB.toml --profile FILE` reads it.\n"
+      << fmt::format("[profile]\nmodel = {}\ndevice = {}\nmicro_batch = {}\ninput_bytes = {}\n", json_quoted(p.model),
+                     json_quoted(p.device), p.micro_batch, p.input_bytes);
+  for (const BlockRow& b : p.blocks)
+    out << fmt::format("\n[[block]]\nname = {}\nforward_ms = {:.6g}\nbackward_ms = {:.6g}\noutput_bytes = {}\n"
+                       "saved_bytes = {}\nwork_bytes = {}\nparam_bytes = {}\n",
+                       json_quoted(b.name), b.forward_ms, b.backward_ms, b.output_bytes, b.saved_bytes, b.work_bytes,
+                       b.param_bytes);
+  std::ofstream f(path);
+  if (!(f << out.str()))
+    throw ProfileError(path, "cannot write the profile", "check that the folder exists and is writable");
+}
+
+bool is_block_profile(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    return line.rfind("[profile]", 0) == 0;
+  }
+  return false;
+}
+
+BlockProfile read_block_profile(const std::string& path) {
+  toml::table doc;
+  try {
+    doc = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw ProfileError(where(path, e.source()), std::string(e.description()), "the profile is not valid TOML");
+  }
+  BlockProfile p;
+  const toml::table* head = doc["profile"].as_table();
+  if (!head) throw ProfileError(path, "no [profile] table", "a profile begins with [profile] (model, micro_batch, ...)");
+  p.model = (*head)["model"].value_or(std::string());
+  p.device = (*head)["device"].value_or(std::string("cpu"));
+  const double mb = number(*head, "micro_batch", path, "[profile]");
+  if (mb < 1 || mb != double(int64_t(mb)))
+    throw ProfileError(where(path, head->get("micro_batch")->source()),
+                       fmt::format("[profile]: micro_batch = {} is not a whole number of samples >= 1", mb),
+                       "the samples the times were measured on");
+  p.micro_batch = int64_t(mb);
+  p.input_bytes = number(*head, "input_bytes", path, "[profile]");
+  const toml::array* blocks = doc["block"].as_array();
+  if (!blocks || blocks->empty()) throw ProfileError(path, "no [[block]] tables", "profile a model with profile --layers");
+  for (const toml::node& n : *blocks) {
+    const toml::table* t = n.as_table();
+    if (!t) throw ProfileError(where(path, n.source()), "a block is not a table", "write [[block]] tables");
+    BlockRow b;
+    b.name = (*t)["name"].value_or(std::string());
+    const std::string what = fmt::format("block {}", b.name.empty() ? std::to_string(p.blocks.size()) : b.name);
+    b.forward_ms = number(*t, "forward_ms", path, what);
+    b.backward_ms = number(*t, "backward_ms", path, what);
+    b.output_bytes = number(*t, "output_bytes", path, what);
+    b.saved_bytes = number(*t, "saved_bytes", path, what);
+    b.work_bytes = number(*t, "work_bytes", path, what);
+    b.param_bytes = number(*t, "param_bytes", path, what);
+    p.blocks.push_back(std::move(b));
+  }
+  return p;
+}
+
+}  // namespace dp::pipeline

@@ -1,0 +1,113 @@
+// measure_block_profile (layer_profile.h): the model's blocks run one after another as in a one-stage
+// pipeline, each forward and backward timed on its own (the device synchronised around it).
+#include "lib/train/layer_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "kernels/cpu/ops.h"
+#include "lib/core/backend.h"
+#include "lib/core/error.h"
+#include "lib/data/dataset.h"
+#include "lib/train/run_setup.h"
+#include "models/model.h"
+
+namespace dp {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch, int steps, int warmup) {
+  if (micro_batch < 1)
+    throw UsageError("profile --batch", fmt::format("{} samples", micro_batch), "a micro-batch has at least 1 sample");
+  const bool cuda = train_detail::choose_device(job).kind == "cuda";
+  if (cuda) use_cuda_device(0, job.train.precision);
+  const Kernels& k = cuda ? *cuda_kernel_table() : cpu_kernels();
+  cpu::set_compute_threads(job.train.threads > 0 ? int(job.train.threads) : 1);
+  const DatasetSplits data = load_dataset(job.data, job.job.seed);
+  auto model = make_model(job.model, data.train.shape(), job.job.seed, k);
+  const int count = model->block_count();
+  if (count == 0)
+    throw JobError("[model] type", fmt::format("model '{}' does not run as blocks", job.model.type),
+                   "use mlp, cnn or gpt");
+  const SampleShape shape = data.train.shape();
+  const bool text = shape.is_text();
+  const int64_t n = std::min<int64_t>(micro_batch, data.train.count);
+  std::vector<uint32_t> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0u);
+  BatchBuffer host;
+  const Batch b = gather_batch(data.train, idx, host);
+  const int64_t per_target = text ? shape.context : 1;
+  Buffer<float> x(k, size_t(text ? 0 : n * shape.features));
+  Buffer<int32_t> tokens(k, size_t(text ? n * shape.context : 0)), targets(k, size_t(n * per_target));
+  if (!text) x.upload(std::span<const float>(b.x, size_t(n * shape.features)));
+  else tokens.upload(std::span<const int32_t>(b.tokens, size_t(n * shape.context)));
+  targets.upload(std::span<const int32_t>(b.targets, size_t(n * per_target)));
+
+  std::vector<Buffer<float>> outs, saved;
+  for (int i = 0; i < count; ++i) {
+    const BlockShape& s = model->block(i).shape();
+    outs.emplace_back(k, size_t(n * s.out_floats));
+    saved.emplace_back(k, size_t(n * s.saved_floats));
+  }
+  Buffer<float> dx_a(k), dx_b(k);
+  const ParamWindow w{model->params().data(), model->grads().data(), 0};
+  const BlockHooks none;
+  auto data_of = [&](int i) {
+    return BlockData{n, i == 0 ? x.data() : outs[size_t(i) - 1].data(), tokens.data(), targets.data(),
+                     outs[size_t(i)].data(), model->block(i).shape().saved_floats ? saved[size_t(i)].data() : nullptr};
+  };
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+  std::vector<std::vector<double>> fwd(static_cast<size_t>(count)), bwd(static_cast<size_t>(count));
+  for (int it = 0; it < warmup + steps; ++it) {
+    for (int i = 0; i < count; ++i) {
+      k.synchronize();
+      const auto t0 = clock::now();
+      model->block(i).forward(w, data_of(i), 1.0f / float(n * per_target), none);
+      k.synchronize();
+      if (it >= warmup) fwd[size_t(i)].push_back(ms_since(t0));
+    }
+    const float* dy = nullptr;
+    for (int i = count; i-- > 0;) {
+      float* dx = nullptr;
+      if (i > 0) {
+        Buffer<float>& buf = i % 2 == 0 ? dx_a : dx_b;
+        buf.grow(size_t(n * model->block(i).shape().in_floats));
+        dx = buf.data();
+      }
+      k.synchronize();
+      const auto t0 = clock::now();
+      model->block(i).backward(w, data_of(i), dy, dx, false, none);
+      k.synchronize();
+      if (it >= warmup) bwd[size_t(i)].push_back(ms_since(t0));
+      dy = dx;
+    }
+  }
+  pipeline::BlockProfile p;
+  p.model = model->describe();
+  p.device = cuda ? "cuda" : "cpu";
+  p.micro_batch = n;
+  // A block keeps its input for its backward: the data (or the token ids) for the first, else the
+  // previous block's output.
+  const double first_input = 4.0 * double(text ? shape.context : shape.features);
+  p.input_bytes = first_input;
+  for (int i = 0; i < count; ++i) {
+    const BlockShape& s = model->block(i).shape();
+    const double input = i == 0 ? first_input : 4.0 * double(model->block(i - 1).shape().out_floats);
+    p.blocks.push_back({s.name, median(fwd[size_t(i)]), median(bwd[size_t(i)]), 4.0 * double(s.out_floats),
+                        input + 4.0 * double(s.saved_floats), 4.0 * double(s.scratch_floats),
+                        4.0 * double(s.param_count)});
+  }
+  return p;
+}
+
+}  // namespace dp
