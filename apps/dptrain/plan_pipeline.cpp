@@ -154,6 +154,13 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   const uint64_t seed = cmd.seed_given ? cmd.seed : job.job.seed;
   const Cluster c = cmd.workers > 0 ? draw_cluster(job, int(cmd.workers), seed) : cluster_from_job(job);
 
+  // Blocks sharing weights (a tied LM head and the embedding) would need their gradients summed across
+  // stages, which the runtime does not do: such a model is planned as one stage, data parallel.
+  for (size_t b = 0; b < block_profile.blocks.size(); ++b)
+    if (const int other = block_profile.blocks[b].shares_weights_with; other >= 0 && other != int(b))
+      throw InputError(cmd.profile, fmt::format("block {} ({}) shares its weights with block {}: they cannot be in "
+                                                "different pipeline stages", b, block_profile.blocks[b].name, other),
+                       "untie them ([model] tied_head = false) and profile again, or train data parallel");
   pipeline::PlanOptions o;
   o.seed = seed;
   const auto t0 = std::chrono::steady_clock::now();

@@ -40,7 +40,8 @@ void write_block_profile(const std::string& path, const BlockProfile& p) {
     out << fmt::format("\n[[block]]\nname = {}\nforward_ms = {:.6g}\nbackward_ms = {:.6g}\noutput_bytes = {}\n"
                        "saved_bytes = {}\nwork_bytes = {}\nparam_bytes = {}\n",
                        json_quoted(b.name), b.forward_ms, b.backward_ms, b.output_bytes, b.saved_bytes, b.work_bytes,
-                       b.param_bytes);
+                       b.param_bytes)
+        << (b.shares_weights_with >= 0 ? fmt::format("shares_weights_with = {}\n", b.shares_weights_with) : "");
   std::ofstream f(path);
   if (!(f << out.str()))
     throw ProfileError(path, "cannot write the profile", "check that the folder exists and is writable");
@@ -89,6 +90,14 @@ BlockProfile read_block_profile(const std::string& path) {
     b.saved_bytes = number(*t, "saved_bytes", path, what);
     b.work_bytes = number(*t, "work_bytes", path, what);
     b.param_bytes = number(*t, "param_bytes", path, what);
+    if (t->contains("shares_weights_with")) {
+      const double other = number(*t, "shares_weights_with", path, what);
+      if (other != double(int64_t(other)) || other >= double(blocks->size()))
+        throw ProfileError(where(path, t->get("shares_weights_with")->source()),
+                           fmt::format("{}: shares_weights_with = {} is not a block's index", what, other),
+                           fmt::format("blocks are numbered 0-{} in file order", blocks->size() - 1));
+      b.shares_weights_with = int(other);
+    }
     p.blocks.push_back(std::move(b));
   }
   return p;

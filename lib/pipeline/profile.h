@@ -40,11 +40,13 @@ struct LayerProfile {
 // TOML file with a [profile] table (model, device, micro_batch: the samples the times are for,
 // input_bytes per sample) and one [[block]] table per block in running order: name, forward_ms and
 // backward_ms per micro-batch, and per sample output_bytes (what crosses the boundary after it),
-// saved_bytes (what its backward keeps: its input and more), work_bytes (transient), and param_bytes.
+// saved_bytes (what its backward keeps: its input and more), work_bytes (transient), and param_bytes;
+// optionally shares_weights_with = the index of a block whose parameters it also uses (a tied head).
 struct BlockRow {
   std::string name;
   double forward_ms = 0, backward_ms = 0;
   double output_bytes = 0, saved_bytes = 0, work_bytes = 0, param_bytes = 0;
+  int shares_weights_with = -1;  // a block whose parameters it also uses (a tied LM head: the embedding)
 };
 struct BlockProfile {
   std::string model, device;

@@ -100,12 +100,19 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
   // previous block's output.
   const double first_input = 4.0 * double(text ? shape.context : shape.features);
   p.input_bytes = first_input;
+  auto owner = [&](int64_t offset) {  // the block whose parameters hold `offset`
+    for (int j = 0; j < count; ++j) {
+      const BlockShape& s = model->block(j).shape();
+      if (offset >= s.param_offset && offset < s.param_offset + s.param_count) return j;
+    }
+    return -1;
+  };
   for (int i = 0; i < count; ++i) {
     const BlockShape& s = model->block(i).shape();
     const double input = i == 0 ? first_input : 4.0 * double(model->block(i - 1).shape().out_floats);
     p.blocks.push_back({s.name, median(fwd[size_t(i)]), median(bwd[size_t(i)]), 4.0 * double(s.out_floats),
                         input + 4.0 * double(s.saved_floats), 4.0 * double(s.scratch_floats),
-                        4.0 * double(s.param_count)});
+                        4.0 * double(s.param_count), s.shared_count > 0 ? owner(s.shared_offset) : -1});
   }
   return p;
 }

@@ -189,6 +189,8 @@ bad "micro-batches not dividing the batch" "do not divide the global batch of 12
 bad "--stages without --profile" "needs a layer profile" --stages "0-3"
 bad "a missing cluster file" "six-missing.toml" --profile "$PROFILE" --cluster six-missing.toml
 bad "--profile-batch with a dptrain profile" "is for PipeDream's profiles" --profile layers.toml --profile-batch 4
+{ cat layers.toml; echo "shares_weights_with = 0"; } >tied.toml
+bad "a head sharing the embedding's weights" "shares its weights with block 0" --profile tied.toml
 sed '0,/backward_ms = /s/backward_ms = /backward_ms = -/' layers.toml >negative.toml
 line=$(grep -n 'backward_ms = -' negative.toml | head -1 | cut -d: -f1)
 bad "a negative time in a dptrain profile" "negative.toml:$line:" --profile negative.toml

@@ -60,4 +60,5 @@ BOOST_AUTO_TEST_CASE(bad_profiles_name_the_line_and_field) {
   BOOST_TEST(error_of(replaced("micro_batch = 2", "micro_batch = 0")).find("3:15: [profile]: micro_batch = 0") == 0);
   BOOST_TEST(error_of(replaced("[[block]]", "[[block]")).find("6:") == 0);  // not TOML
   BOOST_TEST(error_of("[profile]\nmicro_batch = 1\ninput_bytes = 0\n") == ": no [[block]] tables");
+  BOOST_TEST(error_of(kGood + "shares_weights_with = 3\n").find("14:23: block a: shares_weights_with = 3 is not") == 0);
 }
