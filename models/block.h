@@ -70,6 +70,18 @@ struct BlockData {
   float* saved = nullptr;            // (n, saved_floats), written by forward, read by backward
 };
 
+// A micro-batch's activations carved out of one allocation, tensor after tensor: each take() is n times
+// a per-sample count of floats.
+struct ActivationCarve {
+  float* p;
+  int64_t n;
+  float* take(int64_t per_sample) {
+    float* at = p;
+    p += n * per_sample;
+    return at;
+  }
+};
+
 class Block {
  public:
   explicit Block(BlockShape shape) : shape_(std::move(shape)) {}

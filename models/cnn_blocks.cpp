@@ -8,17 +8,6 @@ double conv_flops(const cpu::ConvShape& s) {
   return 2.0 * double(s.in_channels * 9) * double(s.out_channels * s.out_height() * s.out_width());
 }
 
-// Slices of one allocation: p advances by n * count per take.
-struct Carve {
-  float* p;
-  int64_t n;
-  float* take(int64_t count) {
-    float* at = p;
-    p += n * count;
-    return at;
-  }
-};
-
 // conv3x3 -> norm -> ReLU. Saved: the conv's output, the norm's mean and rstd per sample.
 class PlainUnit final : public Block {
  public:
@@ -27,7 +16,7 @@ class PlainUnit final : public Block {
 
   StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
     h.needed(shape().param_offset + shape().param_count);
-    Carve c = saved(d);
+    ActivationCarve c = saved(d);
     float *c1 = c.take(out()), *mean = c.take(1), *rstd = c.take(1);
     conv_.shape.n = d.n;
     k_.conv2d_forward(conv_.shape, d.x, w.p(conv_.w_offset), w.p(conv_.b_offset), c1, ws_.data());
@@ -38,7 +27,7 @@ class PlainUnit final : public Block {
 
   void backward(const ParamWindow& w, const BlockData& d, const float* dy, float* dx, bool accumulate,
                 const BlockHooks& h) override {
-    Carve c{d.saved, d.n};
+    ActivationCarve c{d.saved, d.n};
     const float *c1 = c.take(out()), *mean = c.take(1), *rstd = c.take(1);
     scratch_.grow(size_t(d.n * out()));
     float* t = scratch_.data();
@@ -53,7 +42,7 @@ class PlainUnit final : public Block {
  private:
   int64_t out() const { return shape().out_floats; }
   // The saved activations' place: the caller's, or (evaluation) scratch.
-  Carve saved(const BlockData& d) {
+  ActivationCarve saved(const BlockData& d) {
     if (d.saved) return {d.saved, d.n};
     scratch_.grow(size_t(d.n * shape().saved_floats));
     return {scratch_.data(), d.n};
@@ -78,7 +67,7 @@ class ResidualUnit final : public Block {
   StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
     h.needed(shape().param_offset + shape().param_count);
     const int64_t size = shape().out_floats;
-    Carve c = d.saved ? Carve{d.saved, d.n} : scratch(d.n, shape().saved_floats);
+    ActivationCarve c = d.saved ? ActivationCarve{d.saved, d.n} : scratch(d.n, shape().saved_floats);
     float *c1 = c.take(size), *h1 = c.take(size), *c2 = c.take(size);
     float *mean1 = c.take(1), *rstd1 = c.take(1), *mean2 = c.take(1), *rstd2 = c.take(1);
     conv1_.shape.n = conv2_.shape.n = d.n;
@@ -96,10 +85,10 @@ class ResidualUnit final : public Block {
   void backward(const ParamWindow& w, const BlockData& d, const float* dy, float* dx, bool accumulate,
                 const BlockHooks& h) override {
     const int64_t size = shape().out_floats, count = d.n * size;
-    Carve c{d.saved, d.n};
+    ActivationCarve c{d.saved, d.n};
     const float *c1 = c.take(size), *h1 = c.take(size), *c2 = c.take(size);
     const float *mean1 = c.take(1), *rstd1 = c.take(1), *mean2 = c.take(1), *rstd2 = c.take(1);
-    Carve t = scratch(d.n, 3 * size);
+    ActivationCarve t = scratch(d.n, 3 * size);
     float *dsum = t.take(size), *t1 = t.take(size), *t2 = t.take(size);
     conv1_.shape.n = conv2_.shape.n = d.n;
     // y = ReLU(norm2(c2) + x): dsum is the gradient of the sum, shared by both branches.
@@ -117,7 +106,7 @@ class ResidualUnit final : public Block {
   }
 
  private:
-  Carve scratch(int64_t n, int64_t per_sample) {
+  ActivationCarve scratch(int64_t n, int64_t per_sample) {
     scratch_.grow(size_t(n * per_sample));
     return {scratch_.data(), n};
   }

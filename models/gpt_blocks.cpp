@@ -7,17 +7,6 @@
 namespace dp {
 namespace {
 
-// Consecutive slices of one allocation, each n times a per-sample count.
-struct Carve {
-  float* p;
-  int64_t n;
-  float* take(int64_t per_sample) {
-    float* at = p;
-    p += n * per_sample;
-    return at;
-  }
-};
-
 class Embedding final : public Block {
  public:
   Embedding(BlockShape s, const GptDims& dims, int64_t wte, int64_t wpe, bool tied, const Kernels& k)
@@ -60,7 +49,7 @@ class Layer final : public Block {
     return 15 * d.t * d.c + 4 * d.t + d.nh * d.t * d.t;
   }
   Saved carve(float* base, int64_t n) const {
-    Carve c{base, n};
+    ActivationCarve c{base, n};
     const int64_t T = d_.t, C = d_.c;
     Saved s;
     s.ln1 = c.take(T * C), s.ln1_mean = c.take(T), s.ln1_rstd = c.take(T), s.qkv = c.take(3 * T * C);
@@ -95,7 +84,7 @@ class Layer final : public Block {
     const int64_t N = d.n * d_.t, C = d_.c;
     const Saved a = carve(d.saved, d.n);
     scratch_.grow(size_t(N * 9 * C));
-    Carve c{scratch_.data(), N};
+    ActivationCarve c{scratch_.data(), N};
     float *dres = c.take(C), *dtmp = c.take(C), *dqkv = c.take(3 * C), *dfch = c.take(4 * C);
     if (dx) dres = dx;  // the residual stream's gradient, built in place: dy, then what each branch adds
     k_.zero(dres, size_t(N * C) * sizeof(float));
@@ -188,7 +177,7 @@ StepStats GptHead::forward(const ParamWindow& w, const BlockData& d, float loss_
     scratch_.grow(size_t(d.n * shape().saved_floats));
     base = scratch_.data();
   }
-  Carve c{base, d.n};
+  ActivationCarve c{base, d.n};
   float *lnf = c.take(dims_.t * C), *mean = c.take(dims_.t), *rstd = c.take(dims_.t);
   float* dlogits = d.saved ? c.take(dims_.t * V) : nullptr;
   logits_.grow(size_t(N * V));
@@ -203,7 +192,7 @@ StepStats GptHead::forward(const ParamWindow& w, const BlockData& d, float loss_
 void GptHead::backward(const ParamWindow& w, const BlockData& d, const float*, float* dx, bool accumulate,
                        const BlockHooks& h) {
   const int64_t N = d.n * dims_.t, C = dims_.c, V = dims_.v;
-  Carve c{d.saved, d.n};
+  ActivationCarve c{d.saved, d.n};
   const float *lnf = c.take(dims_.t * C), *mean = c.take(dims_.t), *rstd = c.take(dims_.t);
   const float* dlogits = c.take(dims_.t * V);
   scratch_.grow(size_t(N * 2 * C));
