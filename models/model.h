@@ -1,6 +1,7 @@
-// A model is an ordered list of layers over one flat parameter buffer and one flat gradient buffer
-// (per-layer views are offsets into them), so collectives, optimizers and checkpoints work on flat
-// ranges. Each layer reports its parameter count, activation size and FLOPs for planners. A model runs
+// A model is an ordered list of blocks (models/block.h) over one flat parameter buffer and one flat
+// gradient buffer (per-block views are offsets into them), so collectives, optimizers and checkpoints work
+// on flat ranges. Each block reports its parameters, activations and FLOPs for the planners (the older
+// per-layer table, layers(), remains for FLOP counts and tests). A model runs
 // on the kernel table it is built with (kernels/kernel_table.h): its buffers live in that backend's
 // memory, and batches (host memory) are copied there when it is not the host's.
 #pragma once
@@ -39,8 +40,7 @@ class Model {
   virtual std::string type() const = 0;
   const Kernels& kernels() const { return k_; }
   const std::vector<LayerInfo>& layers() const { return layers_; }
-  // The model as blocks, in order (models/block.h): what a pipeline stage runs (models/stage.h). Empty
-  // for a model that does not run as stages yet.
+  // The model as blocks, in order (models/block.h): what a pipeline stage runs (models/stage.h).
   int block_count() const { return int(blocks_.size()); }
   Block& block(int i) { return *blocks_[size_t(i)]; }
   const Block& block(int i) const { return *blocks_[size_t(i)]; }
@@ -100,9 +100,8 @@ class Model {
     if (parameters_needed_) parameters_needed_(end);
   }
   // The one-stage run of blocks_ over n samples (x or tokens in the backend's memory; targets the
-  // head's): forward,
-  // and with `backward` the loss gradient scaled by loss_scale back through every block, gradients
-  // overwritten, the hooks honoured. What forward_backward and evaluate of a model made of blocks do.
+  // head's): forward, and with `backward` the loss gradient scaled by loss_scale back through every
+  // block, gradients overwritten, the hooks honoured. What forward_backward and evaluate do.
   StepStats run_blocks(const float* x, const int32_t* tokens, const int32_t* targets, int64_t n, float loss_scale,
                        bool backward);
   // Allocates the parameter and gradient buffers (gradients zero) and fills the parameters from `initial`.
