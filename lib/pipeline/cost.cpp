@@ -85,18 +85,11 @@ LinkCost link_cost(const Workload& w, const Cluster& c, int boundary, const std:
                    const std::vector<int64_t>& to_shares) {
   const double bytes_per_sample = w.blocks[size_t(boundary)].output_bytes;
   std::vector<double> send_f(from.size()), recv_f(to.size()), send_b(to.size()), recv_b(from.size());
-  // Walk both layouts of the micro-batch's samples together: sender i holds [a_i, a_i + share_i).
-  size_t i = 0, j = 0;
-  int64_t left_i = from_shares[0], left_j = to_shares[0];
-  while (i < from.size() && j < to.size()) {
-    const int64_t x = std::min(left_i, left_j);
+  for_each_overlap(from_shares, to_shares, [&](size_t i, size_t j, int64_t x) {
     const double f = c.link(from[i], to[j]).seconds(double(x) * bytes_per_sample);
     const double b = c.link(to[j], from[i]).seconds(double(x) * bytes_per_sample);
     send_f[i] += f, recv_f[j] += f, send_b[j] += b, recv_b[i] += b;
-    left_i -= x, left_j -= x;
-    if (left_i == 0 && ++i < from.size()) left_i = from_shares[i];
-    if (left_j == 0 && ++j < to.size()) left_j = to_shares[j];
-  }
+  });
   auto worst = [](const std::vector<double>& a, const std::vector<double>& b) {
     return std::max(*std::max_element(a.begin(), a.end()), *std::max_element(b.begin(), b.end()));
   };

@@ -97,18 +97,12 @@ class Heuristic {
   void pieces(const std::vector<int>& from, const std::vector<int64_t>& fs, const std::vector<int>& to,
               const std::vector<int64_t>& ts, StageInfo& si) {
     std::vector<std::pair<double, double>> sf(from.size()), rf(to.size()), sb(to.size()), rb(from.size());
-    size_t i = 0, j = 0;
-    int64_t li = fs[0], lj = ts[0];
-    while (i < from.size() && j < to.size()) {
-      const int64_t x = std::min(li, lj);
+    detail::for_each_overlap(fs, ts, [&](size_t i, size_t j, int64_t x) {
       const Link f = c_.link(from[i], to[j]), b = c_.link(to[j], from[i]);
       const double af = double(x) * 8 / (f.gbps * 1e9), ab = double(x) * 8 / (b.gbps * 1e9);
       sf[i].first += af, sf[i].second += f.latency_us * 1e-6, rf[j].first += af, rf[j].second += f.latency_us * 1e-6;
       sb[j].first += ab, sb[j].second += b.latency_us * 1e-6, rb[i].first += ab, rb[i].second += b.latency_us * 1e-6;
-      li -= x, lj -= x;
-      if (li == 0 && ++i < from.size()) li = fs[i];
-      if (lj == 0 && ++j < to.size()) lj = ts[j];
-    }
+    });
     si.fwd = sf, si.bwd = sb;
     si.fwd.insert(si.fwd.end(), rf.begin(), rf.end());
     si.bwd.insert(si.bwd.end(), rb.begin(), rb.end());

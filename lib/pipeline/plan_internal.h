@@ -2,6 +2,7 @@
 // one link between two stages, and a block table with prefix sums so a stage's sums cost O(1).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -41,6 +42,21 @@ double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last
 bool cheapest_recompute(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,
                         const std::vector<int>& ranks, const std::vector<int64_t>& shares, int64_t in_flight,
                         std::vector<int>& recompute);
+
+// Calls fn(i, j, samples) for every device i of the sending stage and j of the receiving one whose shares
+// of a micro-batch overlap, the samples laid out in rank order on both sides.
+template <class Fn>
+void for_each_overlap(const std::vector<int64_t>& from_shares, const std::vector<int64_t>& to_shares, Fn fn) {
+  size_t i = 0, j = 0;
+  int64_t left_i = from_shares[0], left_j = to_shares[0];
+  while (i < from_shares.size() && j < to_shares.size()) {
+    const int64_t x = std::min(left_i, left_j);
+    fn(i, j, x);
+    left_i -= x, left_j -= x;
+    if (left_i == 0 && ++i < from_shares.size()) left_i = from_shares[i];
+    if (left_j == 0 && ++j < to_shares.size()) left_j = to_shares[j];
+  }
+}
 
 // Seconds to move the boundary tensor after block `boundary` from the stage on `from` to the stage on
 // `to` (forward; backward is the same with the links reversed). Samples are laid out in rank order on

@@ -166,11 +166,7 @@ BOOST_AUTO_TEST_CASE(an_mlp_cut_into_two_stages_is_the_whole_batch) {
 }
 
 BOOST_AUTO_TEST_CASE(a_cnn_cut_into_two_stages_is_the_whole_batch) {
-  ModelSection spec;
-  spec.type = "cnn";
-  spec.channels = {4, 8};
-  spec.blocks = 1;
-  const SampleShape shape{.features = 64, .classes = 3, .channels = 1, .height = 8, .width = 8};
+  const auto [spec, shape] = small_models()[1];  // channels 4, 8; one block a stage; 1 x 8 x 8 images
   Cnn model(spec, shape, 7);
   // stem, stage1.block1, stage2.down, stage2.block1, head.
   BOOST_TEST_REQUIRE(model.block_count() == 5);
@@ -179,18 +175,13 @@ BOOST_AUTO_TEST_CASE(a_cnn_cut_into_two_stages_is_the_whole_batch) {
   }
 }
 
-// A 2-layer GPT on 12-token samples of an 11-letter vocabulary.
+// model_testing.h's small GPT (2 layers, 12-token samples of an 11-letter vocabulary), tied or not.
 ModelSection gpt_spec(bool tied) {
-  ModelSection spec;
-  spec.type = "gpt";
-  spec.layers = 2;
-  spec.width = 16;
-  spec.heads = 2;
-  spec.context = 12;
+  ModelSection spec = small_models()[2].first;
   spec.tied_head = tied;
   return spec;
 }
-const SampleShape kText{.classes = 11, .context = 12};
+const SampleShape kText = small_models()[2].second;
 
 BOOST_AUTO_TEST_CASE(a_gpt_cut_into_two_stages_is_the_whole_batch) {
   const SampleShape shape = kText;
