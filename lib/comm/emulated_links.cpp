@@ -74,8 +74,15 @@ class Interface {
  public:
   // A bulk send posted now that holds the outgoing direction for `busy` seconds: done when it has left.
   Clock::time_point send(double busy) { return queue(out_free_, busy); }
-  // A bulk receive posted now: done `latency` after it has come in through the incoming direction.
-  Clock::time_point receive(double busy, double latency) { return queue(in_free_, busy) + seconds(latency); }
+  // A bulk message that finished leaving its sender at `left` (the sender's clock: the machine's
+  // monotonic clock, which all its processes share), `busy` seconds on the wire: it comes in through
+  // the incoming direction (no earlier than it left, queued behind what came in before it) and is done
+  // `latency` after.
+  Clock::time_point arrival(Clock::time_point left, double busy, double latency) {
+    std::lock_guard lock(mutex_);
+    in_free_ = std::max(left - seconds(busy), in_free_) + seconds(busy);
+    return in_free_ + seconds(latency);
+  }
 
   // A collective posted now that moves `bytes` through each direction, taking `busy` seconds at its
   // slowest link: it holds both directions, then `latency` more. Small ones slip in.
@@ -99,15 +106,31 @@ class Interface {
 };
 
 // Completes no earlier than `due`, and no earlier than `after` past the moment the real transfer was
-// seen complete (a small receive: its latency counts from the message's real arrival).
+// seen complete (a small receive: its latency counts from the message's real arrival). A bulk message
+// travels behind a header, on the same tag (MPI keeps their order), that carries when its sender saw its
+// bytes leave: a bulk receive learns its `due` from it (arrival()), so a receive posted long before the
+// send still takes the transfer's time after the send, not after the post.
 class PacedRequest final : public Request::Impl {
  public:
-  PacedRequest(Request inner, Clock::time_point due, Clock::duration after = {})
-      : inner_(std::move(inner)), due_(due), after_(after) {}
+  // A request due at a known time.
+  PacedRequest(Clock::time_point due, Clock::duration after = {}) : due_(due), after_(after), known_(true) {}
+  // A bulk receive, due when `nic` says a message of `busy` seconds and `latency` arrives.
+  PacedRequest(std::shared_ptr<Interface> nic, double busy, double latency)
+      : nic_(std::move(nic)), busy_(busy), latency_(latency) {}
+
+  // The sender's header (when its bytes left, in steady-clock ticks): sent or received into here.
+  std::span<std::byte> header() { return std::as_writable_bytes(std::span(&header_, 1)); }
+  void set_header(Clock::time_point left) { header_ = left.time_since_epoch().count(); }
+  void set_requests(Request header, Request inner) {
+    header_request_ = std::move(header);
+    inner_ = std::move(inner);
+  }
+
   // Asleep until the modelled completion (a network transfer takes no CPU), then asleep between polls
   // until the real transfer has happened too, which over shared memory it usually has by then: a
   // communication thread waiting for its peer must not spin on the core its rank computes on.
   void wait() override {
+    while (!due_known()) sleep_for(std::chrono::microseconds(50));
     // Until `due`, a look at the real transfer every 100 us: MPI moves a large message over shared
     // memory in pieces, and only while its ranks call into it.
     while (!arrived() && Clock::now() + std::chrono::microseconds(100) < due_)
@@ -117,24 +140,36 @@ class PacedRequest final : public Request::Impl {
     sleep_until(arrival_ + after_);
   }
   bool test() override {
-    if (!arrived()) return false;
+    if (!due_known() || !arrived()) return false;
     const Clock::time_point now = Clock::now();
     return now >= due_ && now >= arrival_ + after_;
   }
-  void abandon() noexcept override { Request dropped = std::move(inner_); }
+  void abandon() noexcept override {
+    Request dropped = std::move(inner_), header = std::move(header_request_);
+  }
 
  private:
+  bool due_known() {
+    if (known_) return true;
+    if (!header_request_.test()) return false;
+    due_ = nic_->arrival(Clock::time_point(Clock::duration(header_)), busy_, latency_);
+    return known_ = true;
+  }
   bool arrived() {
     if (seen_) return true;
-    if (!inner_.test()) return false;
+    if (!header_request_.test() || !inner_.test()) return false;
     seen_ = true;
     arrival_ = Clock::now();
     return true;
   }
 
-  Request inner_;
-  Clock::time_point due_;
-  Clock::duration after_;
+  Request header_request_, inner_;  // the header's (bulk only) and the message's own
+  Clock::duration::rep header_ = 0;
+  std::shared_ptr<Interface> nic_;  // a bulk receive's, to learn its due time
+  double busy_ = 0, latency_ = 0;
+  Clock::time_point due_{};
+  Clock::duration after_{};
+  bool known_ = false;
   bool seen_ = false;
   Clock::time_point arrival_{};
 };
@@ -159,15 +194,32 @@ class EmulatedLinks final : public Communicator {
   Request isend(std::span<const std::byte> data, int peer, int tag) override {
     const LinkModel link = link_to(peer);
     const double bytes = double(data.size()), busy = link.transfer_seconds(bytes);
-    const Clock::time_point due = bytes < kSmallBytes ? Clock::now() + seconds(busy) : nic_->send(busy);
-    return paced(inner_.isend(data, peer, tag), due);
+    if (bytes < kSmallBytes) {
+      auto r = std::make_unique<PacedRequest>(Clock::now() + seconds(busy));
+      r->set_requests({}, inner_.isend(data, peer, tag));
+      return Request(std::move(r));
+    }
+    const Clock::time_point due = nic_->send(busy);
+    auto r = std::make_unique<PacedRequest>(due);
+    r->set_header(due);
+    std::lock_guard lock(pairs_);  // the header and its message, one after the other on this tag
+    Request header = inner_.isend(r->header(), peer, tag);
+    r->set_requests(std::move(header), inner_.isend(data, peer, tag));
+    return Request(std::move(r));
   }
   Request irecv(std::span<std::byte> data, int peer, int tag) override {
     const LinkModel link = link_from(peer);
     const double bytes = double(data.size()), busy = link.transfer_seconds(bytes);
-    if (bytes < kSmallBytes)
-      return paced(inner_.irecv(data, peer, tag), Clock::now(), seconds(busy + link.latency_seconds()));
-    return paced(inner_.irecv(data, peer, tag), nic_->receive(busy, link.latency_seconds()));
+    if (bytes < kSmallBytes) {
+      auto r = std::make_unique<PacedRequest>(Clock::now(), seconds(busy + link.latency_seconds()));
+      r->set_requests({}, inner_.irecv(data, peer, tag));
+      return Request(std::move(r));
+    }
+    auto r = std::make_unique<PacedRequest>(nic_, busy, link.latency_seconds());
+    std::lock_guard lock(pairs_);
+    Request header = inner_.irecv(r->header(), peer, tag);
+    r->set_requests(std::move(header), inner_.irecv(data, peer, tag));
+    return Request(std::move(r));
   }
 
   Memory allocate(size_t bytes) override { return inner_.allocate(bytes); }
@@ -218,9 +270,6 @@ class EmulatedLinks final : public Communicator {
   }
 
  private:
-  static Request paced(Request inner, Clock::time_point due, Clock::duration after = {}) {
-    return Request(std::make_unique<PacedRequest>(std::move(inner), due, after));
-  }
   LinkModel link_to(int peer) const { return network_->link(world_[size_t(rank())], world_[size_t(peer)]); }
   LinkModel link_from(int peer) const { return network_->link(world_[size_t(peer)], world_[size_t(rank())]); }
   // The ring's time for a collective that moves `passes` x (n-1)/n x `bytes` through each link.
@@ -237,6 +286,7 @@ class EmulatedLinks final : public Communicator {
   std::shared_ptr<Interface> nic_;
   std::vector<int> world_;
   LinkModel slowest_;
+  std::mutex pairs_;  // a bulk message's header and payload are posted as a pair
 };
 
 std::unique_ptr<Communicator> wrap(Communicator& inner, std::shared_ptr<const Network> network) {

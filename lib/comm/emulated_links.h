@@ -13,8 +13,11 @@
 // queued behind earlier messages in that direction, and arrives latency(s, r) after it leaves: a bulk
 // transfer to a slow peer holds the interface longer than one to a fast peer. Messages under 64 KiB
 // (control, statistics) slip in between instead of queueing behind bulk transfers, as packets interleave
-// on a real network. Each side paces its own requests (no clock is shared): a send completes when its
-// bytes have left; a bulk receive when they would have arrived counting from when it was posted; a small
+// on a real network. Each side paces its own requests: a send completes when its bytes have left; a bulk
+// message carries (in a small header before it, on the same tag) the time its bytes left the sender, and
+// its receive completes when they would have come in through the receiver's incoming direction from
+// then, plus the latency, however early the receive was posted (the time is the machine's monotonic
+// clock, which the ranks of one machine share: emulated links are for ranks of one machine); a small
 // receive b / bandwidth + latency after the message really arrived (so a ping-pong takes two latencies
 // even when the receives are posted early). The transport's own collectives take at least the time of
 // the bandwidth-optimal ring over the slowest link among the communicator's members (the lowest
