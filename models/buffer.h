@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "kernels/kernel_table.h"
 #include "lib/core/error.h"
+#include "lib/core/memory_meter.h"
 
 namespace dp {
 
@@ -23,25 +25,29 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& o) noexcept
-      : k_(o.k_), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+      : k_(o.k_), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
+        meter_(std::move(o.meter_)) {}
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
-      k_->free(data_);
+      release();
       k_ = o.k_;
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
+      meter_ = std::move(o.meter_);
     }
     return *this;
   }
-  ~Buffer() { k_->free(data_); }
+  ~Buffer() { release(); }
 
   // Grows to at least `count` elements (never shrinks; contents are lost when it grows).
   void grow(size_t count) {
     if (count <= size_) return;
-    k_->free(std::exchange(data_, nullptr));
-    size_ = 0;
+    release();
     data_ = static_cast<T*>(k_->alloc(count * sizeof(T)));
     size_ = count;
+    MemoryMeter::process().add(bytes());
+    meter_ = MemoryMeter::current();
+    if (meter_) meter_->add(bytes());
   }
   T* data() { return data_; }
   const T* data() const { return data_; }
@@ -66,9 +72,20 @@ class Buffer {
   }
 
  private:
+  int64_t bytes() const { return int64_t(size_ * sizeof(T)); }
+  void release() {
+    if (!data_) return;
+    MemoryMeter::process().remove(bytes());
+    if (meter_) meter_->remove(bytes());
+    k_->free(std::exchange(data_, nullptr));
+    size_ = 0;
+    meter_.reset();
+  }
+
   const Kernels* k_;
   T* data_ = nullptr;
   size_t size_ = 0;
+  std::shared_ptr<MemoryMeter> meter_;  // the thread's meter when allocated
 };
 
 }  // namespace dp
