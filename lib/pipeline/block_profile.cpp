@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <toml++/toml.h>
 
 #include "lib/core/error.h"
@@ -37,10 +38,10 @@ void write_block_profile(const std::string& path, const BlockProfile& p) {
       << fmt::format("[profile]\nmodel = {}\ndevice = {}\nmicro_batch = {}\ninput_bytes = {}\n", json_quoted(p.model),
                      json_quoted(p.device), p.micro_batch, p.input_bytes);
   for (const BlockRow& b : p.blocks)
-    out << fmt::format("\n[[block]]\nname = {}\nforward_ms = {:.6g}\nbackward_ms = {:.6g}\noutput_bytes = {}\n"
-                       "saved_bytes = {}\nwork_bytes = {}\nparam_bytes = {}\n",
-                       json_quoted(b.name), b.forward_ms, b.backward_ms, b.output_bytes, b.saved_bytes, b.work_bytes,
-                       b.param_bytes)
+    out << fmt::format("\n[[block]]\nname = {}\nforward_ms = {:.6g}\nbackward_ms = {:.6g}\nforward_fixed_ms = {:.6g}\n"
+                       "backward_fixed_ms = {:.6g}\noutput_bytes = {}\nsaved_bytes = {}\nwork_bytes = {}\nparam_bytes = {}\n",
+                       json_quoted(b.name), b.forward_ms, b.backward_ms, b.forward_fixed_ms, b.backward_fixed_ms,
+                       b.output_bytes, b.saved_bytes, b.work_bytes, b.param_bytes)
         << (b.shares_weights_with >= 0 ? fmt::format("shares_weights_with = {}\n", b.shares_weights_with) : "");
   std::ofstream f(path);
   if (!(f << out.str()))
@@ -90,6 +91,15 @@ BlockProfile read_block_profile(const std::string& path) {
     b.saved_bytes = number(*t, "saved_bytes", path, what);
     b.work_bytes = number(*t, "work_bytes", path, what);
     b.param_bytes = number(*t, "param_bytes", path, what);
+    for (auto [key, fixed, total] : {std::tuple{"forward_fixed_ms", &b.forward_fixed_ms, b.forward_ms},
+                                     std::tuple{"backward_fixed_ms", &b.backward_fixed_ms, b.backward_ms}}) {
+      if (!t->contains(key)) continue;
+      *fixed = number(*t, key, path, what);
+      if (*fixed > total)
+        throw ProfileError(where(path, t->get(key)->source()),
+                           fmt::format("{}: {} = {} is more than the whole time, {}", what, key, *fixed, total),
+                           "the fixed part of a block's time is at most its time");
+    }
     if (t->contains("shares_weights_with")) {
       const double other = number(*t, "shares_weights_with", path, what);
       if (other != double(int64_t(other)) || other >= double(blocks->size()))

@@ -11,10 +11,12 @@ namespace dp::pipeline::detail {
 
 Prefix::Prefix(const Workload& w) {
   const size_t n = w.blocks.size();
-  for (auto* v : {&forward, &backward, &saved, &params}) v->assign(n + 1, 0.0);
+  for (auto* v : {&forward, &backward, &saved, &params, &forward_fixed, &backward_fixed}) v->assign(n + 1, 0.0);
   for (size_t b = 0; b < n; ++b) {
     forward[b + 1] = forward[b] + w.blocks[b].forward_s;
     backward[b + 1] = backward[b] + w.blocks[b].backward_s;
+    forward_fixed[b + 1] = forward_fixed[b] + w.blocks[b].forward_fixed_s;
+    backward_fixed[b + 1] = backward_fixed[b] + w.blocks[b].backward_fixed_s;
     saved[b + 1] = saved[b] + w.blocks[b].saved_bytes;
     params[b + 1] = params[b] + w.blocks[b].param_bytes;
   }
@@ -58,15 +60,19 @@ StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int f
                      const std::vector<int>& recompute) {
   StageCost s;
   s.shares = micro_batch_shares(c, ranks, micro_batch);
-  double recompute_per_sample = 0;
-  for (int b : recompute) recompute_per_sample += w.blocks[size_t(b)].forward_s;
+  double recompute_per_sample = 0, recompute_fixed = 0;
+  for (int b : recompute) {
+    recompute_per_sample += w.blocks[size_t(b)].forward_s;
+    recompute_fixed += w.blocks[size_t(b)].forward_fixed_s;
+  }
   const double fwd = Prefix::sum(p.forward, first, last), bwd = Prefix::sum(p.backward, first, last);
+  const double fwd_fixed = Prefix::sum(p.forward_fixed, first, last), bwd_fixed = Prefix::sum(p.backward_fixed, first, last);
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const double x = double(s.shares[i]) / c.rank(ranks[i]).speed;
+    const double speed = c.rank(ranks[i]).speed, x = double(s.shares[i]);
     // The slowest replica decides each phase; with shares in proportion to speed they coincide.
-    s.forward_s = std::max(s.forward_s, x * fwd);
-    s.backward_s = std::max(s.backward_s, x * (bwd + recompute_per_sample));
-    s.recompute_s = std::max(s.recompute_s, x * recompute_per_sample);
+    s.forward_s = std::max(s.forward_s, (x * fwd + fwd_fixed) / speed);
+    s.backward_s = std::max(s.backward_s, (x * (bwd + recompute_per_sample) + bwd_fixed + recompute_fixed) / speed);
+    s.recompute_s = std::max(s.recompute_s, (x * recompute_per_sample + recompute_fixed) / speed);
     const double peak = device_peak_bytes(w, p, first, last, in_flight, s.shares[i], recompute);
     const double memory = c.rank(ranks[i]).memory_gb * 1e9;
     s.peak_bytes.push_back(peak);

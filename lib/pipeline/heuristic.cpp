@@ -75,6 +75,7 @@ class Heuristic {
   struct StageInfo {
     std::vector<int64_t> shares;
     double factor = 0;
+    double fixed_factor = 0;  // its slowest replica's seconds per second of fixed time
     int64_t in_flight = 1;
     std::vector<std::pair<double, double>> fwd, bwd;  // (seconds per byte per sample, latency)
   };
@@ -85,8 +86,10 @@ class Heuristic {
     for (int s = 0; s < S; ++s) {
       StageInfo& si = info_[size_t(s)];
       si.shares = detail::micro_batch_shares(c_, sets[size_t(s)], mb_);
-      for (size_t i = 0; i < sets[size_t(s)].size(); ++i)
+      for (size_t i = 0; i < sets[size_t(s)].size(); ++i) {
         si.factor = std::max(si.factor, double(si.shares[i]) / c_.rank(sets[size_t(s)][i]).speed);
+        si.fixed_factor = std::max(si.fixed_factor, 1 / c_.rank(sets[size_t(s)][i]).speed);
+      }
       si.in_flight = std::min<int64_t>(M_, S - s);
     }
     for (int s = 0; s + 1 < S; ++s) pieces(sets[size_t(s)], info_[size_t(s)].shares, sets[size_t(s) + 1],
@@ -117,7 +120,9 @@ class Heuristic {
   }
 
   double stage_seconds(int s, int a, int b) const {
-    return info_[size_t(s)].factor * (Prefix::sum(p_.forward, a, b) + Prefix::sum(p_.backward, a, b));
+    const StageInfo& si = info_[size_t(s)];
+    return si.factor * (Prefix::sum(p_.forward, a, b) + Prefix::sum(p_.backward, a, b)) +
+           si.fixed_factor * (Prefix::sum(p_.forward_fixed, a, b) + Prefix::sum(p_.backward_fixed, a, b));
   }
 
   // The least memory blocks [a, e] can take on stage s's devices (every block that gains by it

@@ -77,8 +77,19 @@ Workload workload_from_block_profile(const BlockProfile& p) {
   Workload w;
   const double mb = double(p.micro_batch);
   for (const BlockRow& r : p.blocks)
-    w.blocks.push_back({r.name, r.forward_ms * 1e-3 / mb, r.backward_ms * 1e-3 / mb, r.output_bytes, r.saved_bytes,
-                        r.work_bytes, r.param_bytes});
+  {
+    BlockCost c;
+    c.name = r.name;
+    c.forward_fixed_s = r.forward_fixed_ms * 1e-3;
+    c.backward_fixed_s = r.backward_fixed_ms * 1e-3;
+    c.forward_s = (r.forward_ms - r.forward_fixed_ms) * 1e-3 / mb;
+    c.backward_s = (r.backward_ms - r.backward_fixed_ms) * 1e-3 / mb;
+    c.output_bytes = r.output_bytes;
+    c.saved_bytes = r.saved_bytes;
+    c.work_bytes = r.work_bytes;
+    c.param_bytes = r.param_bytes;
+    w.blocks.push_back(std::move(c));
+  }
   w.input_bytes = p.input_bytes;
   return w;
 }

@@ -36,7 +36,9 @@
 
 namespace dp::pipeline {
 
-// One block's costs per training sample. Times on a device of speed 1.
+// One block's costs per training sample, and per micro-batch a device runs it whatever its share (the
+// fixed part: loops' and kernels' set-up, which small micro-batches pay again and again). Times on a
+// device of speed 1: a device running n samples of it takes (n * forward_s + forward_fixed_s) / speed.
 struct BlockCost {
   std::string name;
   double forward_s = 0, backward_s = 0;
@@ -44,6 +46,7 @@ struct BlockCost {
   double saved_bytes = 0;   // kept from forward to backward: its input and what its backward reads besides
   double work_bytes = 0;    // transient memory of its forward or backward (freed after)
   double param_bytes = 0;   // bytes of its parameters (the block's total, not per sample)
+  double forward_fixed_s = 0, backward_fixed_s = 0;  // per micro-batch
 };
 
 struct Workload {
@@ -59,9 +62,10 @@ struct Workload {
 
 // The blocks of a profile whose times and sizes are for minibatches of `profile_batch` samples, per
 // sample: each block keeps its output for its backward (what PipeDream's memory model stashes), with no
-// working memory beyond it. global_batch and micro_batch_counts are left to the caller.
+// working memory beyond it, and no fixed time. global_batch and micro_batch_counts are left to the caller.
 Workload workload_from_profile(const LayerProfile& p, double profile_batch);
-// The blocks of a dptrain layer profile, per sample (its times divided by its micro_batch).
+// The blocks of a dptrain layer profile: its fixed times, and the rest of its times per sample (divided by
+// its micro_batch).
 Workload workload_from_block_profile(const BlockProfile& p);
 
 struct Stage {

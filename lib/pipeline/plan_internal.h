@@ -14,6 +14,7 @@ namespace dp::pipeline::detail {
 // Prefix sums over the blocks: sum(v, a, b) is the sum of blocks [a, b].
 struct Prefix {
   std::vector<double> forward, backward, saved, params;
+  std::vector<double> forward_fixed, backward_fixed;
   explicit Prefix(const Workload& w);
   static double sum(const std::vector<double>& v, int a, int b) { return v[size_t(b) + 1] - v[size_t(a)]; }
 };
@@ -26,6 +27,11 @@ struct StageCost {
   bool fits = true;
   double over_bytes = 0;  // the most any device is over its memory (0 when it fits)
 };
+
+// What recomputing block `b` costs a device holding `share` samples of each micro-batch (at speed 1).
+inline double recompute_seconds(const BlockCost& b, int64_t share) {
+  return double(share) * b.forward_s + b.forward_fixed_s;
+}
 
 // Samples of one micro-batch on each rank, in proportion to speed (every rank at least 1).
 std::vector<int64_t> micro_batch_shares(const Cluster& c, const std::vector<int>& ranks, int64_t micro_batch);

@@ -41,10 +41,13 @@ struct LayerProfile {
 // input_bytes per sample) and one [[block]] table per block in running order: name, forward_ms and
 // backward_ms per micro-batch, and per sample output_bytes (what crosses the boundary after it),
 // saved_bytes (what its backward keeps: its input and more), work_bytes (transient), and param_bytes;
-// optionally shares_weights_with = the index of a block whose parameters it also uses (a tied head).
+// optionally forward_fixed_ms and backward_fixed_ms, the part of the times a micro-batch of any size
+// pays (at most the times; a block of n samples takes fixed + n / micro_batch x (time - fixed)), and
+// shares_weights_with = the index of a block whose parameters it also uses (a tied head).
 struct BlockRow {
   std::string name;
   double forward_ms = 0, backward_ms = 0;
+  double forward_fixed_ms = 0, backward_fixed_ms = 0;
   double output_bytes = 0, saved_bytes = 0, work_bytes = 0, param_bytes = 0;
   int shares_weights_with = -1;  // a block whose parameters it also uses (a tied LM head: the embedding)
 };

@@ -1,5 +1,6 @@
 // The cheapest recomputation of one stage: the set R of its blocks that keep only their input (and
-// re-run their forward before their backward) of least recomputed forward time such that every device
+// re-run their forward before their backward) of least recomputed forward time (on its busiest replica:
+// share x per-sample time + fixed time) such that every device
 // of the stage fits. A device holding `share` samples of a micro-batch needs
 //     resident + share * (in_flight * (kept - sum over R of gain_b) + max_b (work_b + [b in R] gain_b))
 // where gain_b = saved_b - input_b (what it drops, and rebuilds for its backward). For a bound tau on
@@ -81,6 +82,8 @@ bool detail::cheapest_recompute(const Workload& w, const Prefix& p, const Cluste
   recompute.clear();
   if (stage_fits(w, p, c, first, last, ranks, shares, in_flight, recompute)) return true;
   const int len = last - first + 1;
+  // A block's recomputation costs the stage what it costs its busiest replica (exactly so with one).
+  const int64_t share = *std::max_element(shares.begin(), shares.end());
   double best = kInf;
   if (len <= 12) {
     std::vector<int> trial;
@@ -88,7 +91,7 @@ bool detail::cheapest_recompute(const Workload& w, const Prefix& p, const Cluste
       double cost = 0;
       trial.clear();
       for (int i = 0; i < len; ++i)
-        if (m >> i & 1u) cost += w.blocks[size_t(first + i)].forward_s, trial.push_back(first + i);
+        if (m >> i & 1u) cost += detail::recompute_seconds(w.blocks[size_t(first + i)], share), trial.push_back(first + i);
       if (cost < best && stage_fits(w, p, c, first, last, ranks, shares, in_flight, trial))
         best = cost, recompute = trial;
     }
@@ -101,7 +104,7 @@ bool detail::cheapest_recompute(const Workload& w, const Prefix& p, const Cluste
       if (w.blocks[size_t(b)].saved_bytes > w.input_bytes_of(b)) candidates.push_back(b);
     }
     auto gain = [&](int b) { return w.blocks[size_t(b)].saved_bytes - w.input_bytes_of(b); };
-    auto cost = [&](int b) { return w.blocks[size_t(b)].forward_s; };
+    auto cost = [&](int b) { return detail::recompute_seconds(w.blocks[size_t(b)], share); };
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&](int a, int b) { return gain(a) * cost(b) > gain(b) * cost(a); });
     std::vector<double> taus{max_work};

@@ -1,5 +1,6 @@
 // measure_block_profile (layer_profile.h): the model's blocks run one after another as in a one-stage
-// pipeline, each forward and backward timed on its own (the device synchronised around it).
+// pipeline, each forward and backward timed on its own (the device synchronised around it), at the
+// micro-batch asked for and at an eighth of it, whose line gives each time's fixed part.
 #include "lib/train/layer_profile.h"
 
 #include <fmt/format.h>
@@ -23,6 +24,76 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+struct BlockTimes {
+  std::vector<double> forward_ms, backward_ms;  // per block, the median of `steps`
+};
+
+// The model's blocks run one after another on the first n samples of `data` (as a one-stage pipeline),
+// each forward and backward timed on its own, the device synchronised around it.
+BlockTimes time_blocks(Model& model, const Dataset& data, int64_t n, int steps, int warmup) {
+  const Kernels& k = model.kernels();
+  const SampleShape shape = data.shape();
+  const bool text = shape.is_text();
+  const int count = model.block_count();
+  std::vector<uint32_t> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0u);
+  BatchBuffer host;
+  const Batch b = gather_batch(data, idx, host);
+  const int64_t per_target = text ? shape.context : 1;
+  Buffer<float> x(k, size_t(text ? 0 : n * shape.features));
+  Buffer<int32_t> tokens(k, size_t(text ? n * shape.context : 0)), targets(k, size_t(n * per_target));
+  if (!text) x.upload(std::span<const float>(b.x, size_t(n * shape.features)));
+  else tokens.upload(std::span<const int32_t>(b.tokens, size_t(n * shape.context)));
+  targets.upload(std::span<const int32_t>(b.targets, size_t(n * per_target)));
+
+  std::vector<Buffer<float>> outs, saved;
+  for (int i = 0; i < count; ++i) {
+    const BlockShape& s = model.block(i).shape();
+    outs.emplace_back(k, size_t(n * s.out_floats));
+    saved.emplace_back(k, size_t(n * s.saved_floats));
+  }
+  Buffer<float> dx_a(k), dx_b(k);
+  const ParamWindow w{model.params().data(), model.grads().data(), 0};
+  const BlockHooks none;
+  auto data_of = [&](int i) {
+    return BlockData{n, i == 0 ? x.data() : outs[size_t(i) - 1].data(), tokens.data(), targets.data(),
+                     outs[size_t(i)].data(), model.block(i).shape().saved_floats ? saved[size_t(i)].data() : nullptr};
+  };
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+  std::vector<std::vector<double>> fwd(static_cast<size_t>(count)), bwd(static_cast<size_t>(count));
+  for (int it = 0; it < warmup + steps; ++it) {
+    for (int i = 0; i < count; ++i) {
+      k.synchronize();
+      const auto t0 = clock::now();
+      model.block(i).forward(w, data_of(i), 1.0f / float(n * per_target), none);
+      k.synchronize();
+      if (it >= warmup) fwd[size_t(i)].push_back(ms_since(t0));
+    }
+    const float* dy = nullptr;
+    for (int i = count; i-- > 0;) {
+      float* dx = nullptr;
+      if (i > 0) {
+        Buffer<float>& buf = i % 2 == 0 ? dx_a : dx_b;
+        buf.grow(size_t(n * model.block(i).shape().in_floats));
+        dx = buf.data();
+      }
+      k.synchronize();
+      const auto t0 = clock::now();
+      model.block(i).backward(w, data_of(i), dy, dx, false, none);
+      k.synchronize();
+      if (it >= warmup) bwd[size_t(i)].push_back(ms_since(t0));
+      dy = dx;
+    }
+  }
+  BlockTimes t;
+  for (int i = 0; i < count; ++i) {
+    t.forward_ms.push_back(median(fwd[size_t(i)]));
+    t.backward_ms.push_back(median(bwd[size_t(i)]));
+  }
+  return t;
+}
+
 }  // namespace
 
 pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch, int steps, int warmup) {
@@ -41,57 +112,16 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
   const SampleShape shape = data.train.shape();
   const bool text = shape.is_text();
   const int64_t n = std::min<int64_t>(micro_batch, data.train.count);
-  std::vector<uint32_t> idx(static_cast<size_t>(n));
-  std::iota(idx.begin(), idx.end(), 0u);
-  BatchBuffer host;
-  const Batch b = gather_batch(data.train, idx, host);
-  const int64_t per_target = text ? shape.context : 1;
-  Buffer<float> x(k, size_t(text ? 0 : n * shape.features));
-  Buffer<int32_t> tokens(k, size_t(text ? n * shape.context : 0)), targets(k, size_t(n * per_target));
-  if (!text) x.upload(std::span<const float>(b.x, size_t(n * shape.features)));
-  else tokens.upload(std::span<const int32_t>(b.tokens, size_t(n * shape.context)));
-  targets.upload(std::span<const int32_t>(b.targets, size_t(n * per_target)));
-
-  std::vector<Buffer<float>> outs, saved;
-  for (int i = 0; i < count; ++i) {
-    const BlockShape& s = model->block(i).shape();
-    outs.emplace_back(k, size_t(n * s.out_floats));
-    saved.emplace_back(k, size_t(n * s.saved_floats));
-  }
-  Buffer<float> dx_a(k), dx_b(k);
-  const ParamWindow w{model->params().data(), model->grads().data(), 0};
-  const BlockHooks none;
-  auto data_of = [&](int i) {
-    return BlockData{n, i == 0 ? x.data() : outs[size_t(i) - 1].data(), tokens.data(), targets.data(),
-                     outs[size_t(i)].data(), model->block(i).shape().saved_floats ? saved[size_t(i)].data() : nullptr};
+  // Each block's time at n samples, and at a few: what a micro-batch pays whatever its size is the
+  // line through the two, at 0 samples.
+  const BlockTimes full = time_blocks(*model, data.train, n, steps, warmup);
+  const int64_t few = std::max<int64_t>(1, n / 8);
+  const BlockTimes small = few < n ? time_blocks(*model, data.train, few, steps, warmup) : full;
+  auto fixed_part = [&](double t_n, double t_few) {
+    if (few >= n) return 0.0;
+    const double per_sample = (t_n - t_few) / double(n - few);
+    return std::clamp(t_few - per_sample * double(few), 0.0, t_n);
   };
-  using clock = std::chrono::steady_clock;
-  auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
-  std::vector<std::vector<double>> fwd(static_cast<size_t>(count)), bwd(static_cast<size_t>(count));
-  for (int it = 0; it < warmup + steps; ++it) {
-    for (int i = 0; i < count; ++i) {
-      k.synchronize();
-      const auto t0 = clock::now();
-      model->block(i).forward(w, data_of(i), 1.0f / float(n * per_target), none);
-      k.synchronize();
-      if (it >= warmup) fwd[size_t(i)].push_back(ms_since(t0));
-    }
-    const float* dy = nullptr;
-    for (int i = count; i-- > 0;) {
-      float* dx = nullptr;
-      if (i > 0) {
-        Buffer<float>& buf = i % 2 == 0 ? dx_a : dx_b;
-        buf.grow(size_t(n * model->block(i).shape().in_floats));
-        dx = buf.data();
-      }
-      k.synchronize();
-      const auto t0 = clock::now();
-      model->block(i).backward(w, data_of(i), dy, dx, false, none);
-      k.synchronize();
-      if (it >= warmup) bwd[size_t(i)].push_back(ms_since(t0));
-      dy = dx;
-    }
-  }
   pipeline::BlockProfile p;
   p.model = model->describe();
   p.device = cuda ? "cuda" : "cpu";
@@ -110,9 +140,18 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
   for (int i = 0; i < count; ++i) {
     const BlockShape& s = model->block(i).shape();
     const double input = i == 0 ? first_input : 4.0 * double(model->block(i - 1).shape().out_floats);
-    p.blocks.push_back({s.name, median(fwd[size_t(i)]), median(bwd[size_t(i)]), 4.0 * double(s.out_floats),
-                        input + 4.0 * double(s.saved_floats), 4.0 * double(s.scratch_floats),
-                        4.0 * double(s.param_count), s.shared_count > 0 ? owner(s.shared_offset) : -1});
+    pipeline::BlockRow row;
+    row.name = s.name;
+    row.forward_ms = full.forward_ms[size_t(i)];
+    row.backward_ms = full.backward_ms[size_t(i)];
+    row.forward_fixed_ms = fixed_part(row.forward_ms, small.forward_ms[size_t(i)]);
+    row.backward_fixed_ms = fixed_part(row.backward_ms, small.backward_ms[size_t(i)]);
+    row.output_bytes = 4.0 * double(s.out_floats);
+    row.saved_bytes = input + 4.0 * double(s.saved_floats);
+    row.work_bytes = 4.0 * double(s.scratch_floats);
+    row.param_bytes = 4.0 * double(s.param_count);
+    row.shares_weights_with = s.shared_count > 0 ? owner(s.shared_offset) : -1;
+    p.blocks.push_back(std::move(row));
   }
   return p;
 }

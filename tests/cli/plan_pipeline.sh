@@ -194,6 +194,9 @@ bad "a head sharing the embedding's weights" "shares its weights with block 0" -
 sed '0,/backward_ms = /s/backward_ms = /backward_ms = -/' layers.toml >negative.toml
 line=$(grep -n 'backward_ms = -' negative.toml | head -1 | cut -d: -f1)
 bad "a negative time in a dptrain profile" "negative.toml:$line:" --profile negative.toml
+sed '0,/forward_fixed_ms = /s/forward_fixed_ms = .*/forward_fixed_ms = 1e9/' layers.toml >fixed.toml
+line=$(grep -n 'forward_fixed_ms = 1e9' fixed.toml | head -1 | cut -d: -f1)
+bad "a fixed time above its time" "fixed.toml:$line:" --profile fixed.toml
 "$DPTRAIN" profile --layers >bad.out 2>bad.err
 [[ $? == 2 && $(wc -l <bad.err) == 1 ]] && grep -q "needs a job file" bad.err && pass "--layers without a job: exit 2" ||
   fail "--layers without a job: $(cat bad.err)"

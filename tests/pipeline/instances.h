@@ -38,6 +38,15 @@ inline Workload random_workload(int blocks, std::mt19937_64& rng, int64_t global
   return w;
 }
 
+// Every block's forward and backward also pay a fixed time per micro-batch, up to a few samples' worth.
+inline void add_fixed_times(Workload& w, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  for (BlockCost& b : w.blocks) {
+    b.forward_fixed_s = 3 * u(rng) * b.forward_s;
+    b.backward_fixed_s = 3 * u(rng) * b.backward_s;
+  }
+}
+
 // Memory per device drawn around what an even split of the model would need (mean `tightness`).
 inline Cluster random_cluster(int devices, const Workload& w, std::mt19937_64& rng, double tightness = 1.0) {
   std::uniform_real_distribution<double> u(0, 1);

@@ -5,6 +5,7 @@
 #define BOOST_TEST_MODULE pipeline_planner
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -48,7 +49,8 @@ double brute_force(const Workload& w, const Cluster& c, Plan* best_plan = nullpt
         std::vector<int> rec;
         double t = 0;
         for (int b = first; b <= last; ++b)
-          if (sub >> (b - first) & 1u) rec.push_back(b), t += w.blocks[size_t(b)].forward_s;
+          if (sub >> (b - first) & 1u)
+            rec.push_back(b), t += detail::recompute_seconds(w.blocks[size_t(b)], *std::max_element(shares.begin(), shares.end()));
         bool fits = true;
         for (size_t i = 0; i < ranks.size(); ++i) {
           const double memory = c.rank(ranks[i]).memory_gb * 1e9;
@@ -135,6 +137,26 @@ BOOST_AUTO_TEST_CASE(a_replicated_stage_splits_micro_batches_and_pays_its_allred
              tt::tolerance(1e-9));
 }
 
+// A micro-batch pays each block's fixed time once per device that runs it, whatever its share: more,
+// smaller micro-batches pay it more often.
+BOOST_AUTO_TEST_CASE(fixed_times_are_paid_per_micro_batch_and_device) {
+  Workload w;
+  w.blocks = {{"a", 1e-3, 2e-3, 0, 0, 0, 0}};
+  w.blocks[0].forward_fixed_s = 0.5e-3, w.blocks[0].backward_fixed_s = 0.25e-3;
+  w.global_batch = 8;
+  w.micro_batch_counts = {4};
+  const Prediction one = evaluate(w, uniform_cluster(1, 10), Plan{{{0, 0, {0}, {}}}, 4});
+  BOOST_TEST(one.minibatch_s == 4 * (2 * 3e-3 + 0.75e-3), tt::tolerance(1e-12));
+  // Replicas of speeds 1 and 3 take 1 and 3 of 4 samples; the slower pays its fixed time 3x as long.
+  std::vector<ClusterRank> ranks(2);
+  ranks[1].speed = 3;
+  const Link l{10, 0};
+  w.micro_batch_counts = {2};
+  const Prediction two = evaluate(w, Cluster(ranks, l, l, l), Plan{{{0, 0, {0, 1}, {}}}, 2});
+  BOOST_TEST(two.stages[0].forward_s == std::max(1e-3 + 0.5e-3, (3e-3 + 0.5e-3) / 3), tt::tolerance(1e-12));
+  BOOST_TEST(two.stages[0].backward_s == 2e-3 + 0.25e-3, tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(recomputation_keeps_only_inputs_and_costs_a_forward) {
   Workload w;
   w.blocks = {{"a", 1e-3, 2e-3, 100, 1000, 0, 0}, {"b", 1e-3, 2e-3, 100, 1000, 0, 0}, {"c", 1e-3, 2e-3, 100, 1000, 0, 0}};
@@ -199,9 +221,11 @@ BOOST_AUTO_TEST_CASE(with_equal_devices_and_one_bandwidth_the_period_is_pipedrea
 BOOST_AUTO_TEST_CASE(exact_planner_equals_brute_force_on_random_instances) {
   std::mt19937_64 rng(2026);
   int with_recompute = 0, replicated = 0, infeasible = 0, checked = 0;
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < 90; ++trial) {
     const int n = 1 + int(rng() % 12), d = 1 + int(rng() % 5);
     Workload w = testing::random_workload(n, rng);
+    if (trial >= 60)  // the last 30 with fixed times per micro-batch, which more micro-batches pay more often
+      testing::add_fixed_times(w, rng);
     const Cluster c = testing::random_cluster(d, w, rng, 0.5 + 1.8 * double(rng() % 100) / 100);
     PlanOptions o;
     o.force_exact = true;
@@ -224,7 +248,7 @@ BOOST_AUTO_TEST_CASE(exact_planner_equals_brute_force_on_random_instances) {
   // The instances exercise what they are meant to.
   BOOST_TEST_MESSAGE(checked << " instances checked (" << with_recompute << " stages recompute, " << replicated
                                 << " are replicated), " << infeasible << " infeasible");
-  BOOST_TEST(checked >= 40);
+  BOOST_TEST(checked >= 60);
   BOOST_TEST(with_recompute >= 5);
   BOOST_TEST(replicated >= 5);
   BOOST_TEST(infeasible >= 1);

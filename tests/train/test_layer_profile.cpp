@@ -78,10 +78,18 @@ BOOST_AUTO_TEST_CASE(profiles_round_trip_and_become_a_workload) {
   for (size_t i = 0; i < p.blocks.size(); ++i) {
     BOOST_TEST(q.blocks[i].name == p.blocks[i].name);
     BOOST_TEST(q.blocks[i].forward_ms == p.blocks[i].forward_ms, boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(q.blocks[i].backward_fixed_ms == p.blocks[i].backward_fixed_ms, boost::test_tools::tolerance(1e-5));
     BOOST_TEST(q.blocks[i].saved_bytes == p.blocks[i].saved_bytes);
+    // The fixed part a micro-batch of any size pays is part of the time.
+    BOOST_TEST(p.blocks[i].forward_fixed_ms >= 0);
+    BOOST_TEST(p.blocks[i].forward_fixed_ms <= p.blocks[i].forward_ms);
+    BOOST_TEST(p.blocks[i].backward_fixed_ms <= p.blocks[i].backward_ms);
   }
+  // A micro-batch of 4 costs the profile's time: 4 samples' worth plus the fixed part.
   const pipeline::Workload w = pipeline::workload_from_block_profile(q);
-  BOOST_TEST(w.blocks[0].forward_s == q.blocks[0].forward_ms * 1e-3 / 4, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(4 * w.blocks[0].forward_s + w.blocks[0].forward_fixed_s == q.blocks[0].forward_ms * 1e-3,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(w.blocks[0].backward_fixed_s == q.blocks[0].backward_fixed_ms * 1e-3, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(w.input_bytes == 4.0 * 784);
   fs::remove(path);
 }
