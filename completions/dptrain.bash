@@ -24,6 +24,7 @@ _dptrain_keys=(
   parallel.cgp.solver parallel.cgp.group_count parallel.cgp.groups parallel.cgp.max_staleness
   parallel.cgp.exchange_every parallel.cgp.regroup_every parallel.cgp.regroup_drift parallel.cgp.regroup_gain
   parallel.cgp.deterministic parallel.cgp.solver_seconds
+  parallel.pipeline.stages parallel.pipeline.micro_batches parallel.pipeline.recompute parallel.pipeline.profile
   cluster.file cluster.speeds cluster.memory_gb cluster.kinds cluster.kind_counts cluster.kind_speeds
   cluster.kind_memory_gb cluster.ranks_per_node cluster.node_sizes cluster.nodes_per_rack cluster.sample_rate
   cluster.links.node_gbps cluster.links.node_latency_us cluster.links.rack_gbps cluster.links.rack_latency_us
@@ -47,7 +48,9 @@ _dptrain_values() {
     optim.schedule) echo constant step cosine ;;
     train.device) echo auto cpu cuda ;;
     train.precision) echo fp32 bf16 ;;
-    parallel.strategy) echo data cgp ;;
+    parallel.strategy) echo data cgp pipeline ;;
+    parallel.pipeline.recompute) echo auto none all ;;
+    parallel.pipeline.profile) echo file ;;
     parallel.cgp.solver) echo aga pls exhaustive sorted ;;
     parallel.cgp.deterministic) echo true false ;;
     cluster.emulate.as_described) echo true false ;;

@@ -63,6 +63,12 @@ float* Stage::input(int slot, int64_t n) {
   return s.input.data();
 }
 
+void Stage::upload_input(int slot, std::span<const float> host) {
+  Slot& s = slots_[size_t(slot)];
+  s.input.grow(host.size());
+  s.input.upload(host);
+}
+
 BlockData Stage::data(Slot& s, int i) {
   const int b = first_ + i;
   const BlockShape& shape = model_.block(b).shape();
@@ -102,7 +108,7 @@ const float* Stage::output(int slot) const {
   return s.outputs.data() + output_offset(last_ - first_, s.n);
 }
 
-void Stage::backward(int slot, const float* dy, float* dx, bool accumulate) {
+void Stage::backward(int slot, const float* dy, float* dx, bool accumulate, const BlockHooks& hooks) {
   Slot& s = slots_[size_t(slot)];
   const BlockHooks none;
   const float* dy_i = dy;
@@ -118,7 +124,7 @@ void Stage::backward(int slot, const float* dy, float* dx, bool accumulate) {
       buf.grow(size_t(s.n * block.shape().in_floats));
       dx_i = buf.data();
     }
-    block.backward(window(), d, dy_i, dx_i, accumulate, none);
+    block.backward(window(), d, dy_i, dx_i, accumulate, hooks);
     dy_i = dx_i;
   }
 }

@@ -20,6 +20,7 @@ class Stage {
   // from the model's, `slots` micro-batches in flight at once, `recompute[i]` for block first + i.
   Stage(Model& model, int first, int last, int slots, std::vector<bool> recompute = {});
 
+  const Kernels& kernels() const { return k_; }
   int first() const { return first_; }
   int last() const { return last_; }
   bool is_last() const { return last_ + 1 == model_.block_count(); }
@@ -28,11 +29,15 @@ class Stage {
   int64_t in_floats() const { return model_.block(first_).shape().in_floats; }
   int64_t out_floats() const { return model_.block(last_).shape().out_floats; }
   std::span<float> params() { return params_.span(); }
+  std::vector<float> params_to_host() const { return params_.to_host(); }
+  void params_from_host(std::span<const float> host) { params_.upload(host); }
   std::span<float> grads() { return grads_.span(); }
 
   // Where the input of n samples for `slot` goes (n, in_floats; the backend's memory): the previous
   // stage's output is received there, or the first stage's batch copied there, before forward(slot).
   float* input(int slot, int64_t n);
+  // The first stage's input of `slot` from host memory (n rows of in_floats: the batch's samples).
+  void upload_input(int slot, std::span<const float> host);
   // Forward of the n samples in `slot`'s input (or, for a language model's first stage, of `tokens`);
   // tokens and targets (the head's) in the backend's memory, alive until backward. The last stage
   // returns its loss terms (others: {}).
@@ -41,8 +46,12 @@ class Stage {
   const float* output(int slot) const;
   // Backward of the micro-batch in `slot`: dy (n, out_floats) from the next stage (ignored by the last),
   // dx (n, in_floats) for the previous one (null: not wanted). Parameter gradients are overwritten when
-  // `accumulate` is false (the mini-batch's first micro-batch), else added to. Frees the slot.
-  void backward(int slot, const float* dy, float* dx, bool accumulate);
+  // `accumulate` is false (the mini-batch's first micro-batch), else added to. Frees the slot. `hooks`
+  // hear of each block's finished gradients (offsets in the model's flat parameters), last to first.
+  void backward(int slot, const float* dy, float* dx, bool accumulate, const BlockHooks& hooks = {});
+
+  // Gradients to zero (a replica that trained no rows in a mini-batch adds nothing to the sum).
+  void zero_grads() { grads_.zero(); }
 
   // Bytes of activations one slot holds for n samples (input, outputs, saved of blocks not recomputed); a
   // language model's first stage counts the token ids it reads, which the caller keeps until backward.

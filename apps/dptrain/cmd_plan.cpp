@@ -1,7 +1,7 @@
 // `dptrain plan JOB.toml`: what a run of the job would do before it starts, with no MPI: the division of
 // the global batch among the ranks (I-DAT's first division from the job's speeds, and the one emulated
 // slowdowns call for) and the gradient buckets of MRA; for strategy "cgp", the groups (plan_cgp.cpp);
-// with --profile, a pipeline (plan_pipeline.cpp).
+// with --profile or for strategy "pipeline", a pipeline (plan_pipeline.cpp).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -32,10 +32,11 @@ void print_division(const char* title, const std::vector<int64_t>& shares, const
 
 int cmd_plan(const PlanCommand& cmd) {
   const Job job = load_job(cmd.job_path, cmd.overrides, cmd.cluster_file);
-  if (!cmd.profile.empty()) return plan_pipeline(cmd, job);
+  if (!cmd.profile.empty() || job.parallel.strategy == "pipeline") return plan_pipeline(cmd, job);
   if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0)
     throw UsageError(!cmd.stages.empty() ? "--stages" : cmd.micro_batches > 0 ? "--micro-batches" : "--profile-batch",
-                     "plans a pipeline, which needs a layer profile", "add --profile FILE");
+                     "plans a pipeline, which needs a layer profile or strategy \"pipeline\"",
+                     "add --profile FILE, or --set parallel.strategy=pipeline");
   if (job.parallel.strategy == "cgp") return plan_cgp(cmd, job);
   if (cmd.workers > 0 || cmd.json || cmd.seed_given)
     throw UsageError(cmd.workers > 0 ? "--workers" : cmd.json ? "--json" : "--seed",

@@ -2,7 +2,10 @@
 // --cluster's, or --workers ranks drawn from its kinds): the planner's stages, devices, micro-batches and
 // recomputation with their predicted times and memory, beside the naive plan (equal block counts, ranks
 // in order) and data parallelism under the same model, and a user's --stages evaluated the same way.
-// --json prints the same as one JSON object. Nothing fits: one line saying which stage and what would.
+// Without --profile, for a job of strategy "pipeline": the plan its run would train with
+// (lib/train/pipeline_plan.h: its [parallel.pipeline] profile, or its blocks timed now, and its stages
+// and recomputation). --json prints the same as one JSON object. Nothing fits: one line saying which
+// stage and what would.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -13,30 +16,23 @@
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
 #include "lib/core/json.h"
+#include "lib/data/dataset.h"
 #include "lib/pipeline/plan.h"
+#include "lib/train/pipeline_plan.h"
+#include "models/model.h"
 
 namespace dp::app {
 namespace {
 
 using pipeline::PlanResult;
 
-std::vector<int64_t> micro_batch_counts(const PlanCommand& cmd, int64_t batch) {
-  if (cmd.micro_batches > 0) {
-    if (batch % cmd.micro_batches != 0)
-      throw UsageError("--micro-batches", fmt::format("{} micro-batches do not divide the global batch of {}",
-                                                      cmd.micro_batches, batch),
-                       "give a divisor of train.global_batch");
-    return {cmd.micro_batches};
-  }
-  std::vector<int64_t> out;
-  for (int64_t m = 1; m <= std::min<int64_t>(64, batch); ++m)
-    if (batch % m == 0) out.push_back(m);
-  return out;
-}
-
-double resident_bytes_per_param_byte(const OptimSection& o) {
-  // Weights and gradients, plus SGD's momentum or AdamW's two moments.
-  return o.name == "adamw" ? 4 : o.momentum != 0 ? 3 : 2;
+std::vector<int64_t> micro_batch_counts(const PlanCommand& cmd, const Job& job) {
+  const int64_t batch = job.train.global_batch;
+  if (cmd.micro_batches > 0 && batch % cmd.micro_batches != 0)
+    throw UsageError("--micro-batches", fmt::format("{} micro-batches do not divide the global batch of {}",
+                                                    cmd.micro_batches, batch),
+                     "give a divisor of train.global_batch");
+  return micro_batch_candidates(batch, cmd.micro_batches > 0 ? cmd.micro_batches : job.parallel.pipeline.micro_batches);
 }
 
 std::string ranks_text(const std::vector<int>& ranks) {
@@ -136,61 +132,89 @@ PlanResult given_plan(const PlanCommand& cmd, const pipeline::Workload& w, const
 
 int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   const int64_t batch = job.train.global_batch;
-  const bool ours = pipeline::is_block_profile(cmd.profile);
+  const bool from_job = cmd.profile.empty();  // the run's own plan
+  const std::string profile_path = from_job ? job.parallel.pipeline.profile : cmd.profile;
+  const bool ours = from_job || pipeline::is_block_profile(cmd.profile);
   if (ours && cmd.profile_batch > 0)
     throw UsageError("--profile-batch", "is for PipeDream's profiles; a dptrain profile says its micro_batch",
                      "leave out --profile-batch");
   pipeline::LayerProfile profile;  // PipeDream's, when it is one
   pipeline::BlockProfile block_profile;
-  if (ours) block_profile = pipeline::read_block_profile(cmd.profile);
-  else profile = pipeline::read_pipedream_graph(cmd.profile);
+  if (from_job) {
+    const DatasetSplits data = load_dataset(job.data, job.job.seed);
+    const auto model = make_model(job.model, data.train.shape(), job.job.seed);
+    check_pipeline_job(job, *model);
+    block_profile = job_layer_profile(job, *model);
+  } else if (ours) {
+    block_profile = pipeline::read_block_profile(cmd.profile);
+  } else {
+    profile = pipeline::read_pipedream_graph(cmd.profile);
+  }
   const double profile_batch =
       ours ? double(block_profile.micro_batch) : cmd.profile_batch > 0 ? cmd.profile_batch : double(batch);
-  pipeline::Workload w = ours ? pipeline::workload_from_block_profile(block_profile)
-                              : pipeline::workload_from_profile(profile, profile_batch);
+  pipeline::Workload w = from_job ? job_pipeline_workload(job, block_profile)
+                         : ours   ? pipeline::workload_from_block_profile(block_profile)
+                                  : pipeline::workload_from_profile(profile, profile_batch);
   w.global_batch = batch;
-  w.micro_batch_counts = micro_batch_counts(cmd, batch);
+  w.micro_batch_counts = micro_batch_counts(cmd, job);
   w.state_per_param_byte = resident_bytes_per_param_byte(job.optim);
   const uint64_t seed = cmd.seed_given ? cmd.seed : job.job.seed;
-  const Cluster c = cmd.workers > 0 ? draw_cluster(job, int(cmd.workers), seed) : cluster_from_job(job);
+  const Cluster c = cmd.workers > 0 ? draw_cluster(job, int(cmd.workers), seed) : pipeline_cluster(job);
 
   // Blocks sharing weights (a tied LM head and the embedding) would need their gradients summed across
   // stages, which the runtime does not do: such a model is planned as one stage, data parallel.
   for (size_t b = 0; b < block_profile.blocks.size(); ++b)
     if (const int other = block_profile.blocks[b].shares_weights_with; other >= 0 && other != int(b))
-      throw InputError(cmd.profile, fmt::format("block {} ({}) shares its weights with block {}: they cannot be in "
-                                                "different pipeline stages", b, block_profile.blocks[b].name, other),
+      throw InputError(profile_path.empty() ? job.source + " [model] tied_head" : profile_path,
+                       fmt::format("block {} ({}) shares its weights with block {}: they cannot be in "
+                                   "different pipeline stages", b, block_profile.blocks[b].name, other),
                        "untie them ([model] tied_head = false) and profile again, or train data parallel");
   pipeline::PlanOptions o;
   o.seed = seed;
   const auto t0 = std::chrono::steady_clock::now();
-  const PlanResult planned = pipeline::plan_pipeline(w, c, o);
+  std::vector<std::string> warnings;
+  std::string how;
+  PlanResult planned;
+  if (from_job) {
+    Job planned_job = job;
+    planned_job.job.seed = seed;
+    PipelineChoice choice = choose_pipeline_plan(planned_job, w, c);
+    planned = std::move(choice.result);
+    warnings = std::move(choice.warnings);
+    how = "the run's, " + choice.how;
+  } else {
+    planned = pipeline::plan_pipeline(w, c, o);
+    how = fmt::format("the planner's ({})", planned.method);
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!planned.feasible)
+  if (!planned.feasible && !from_job)
     throw InputError(job.source + " [cluster]", "nothing fits: " + pipeline::explain_infeasible(w, c, planned),
                      "see man dptrain(1), PIPELINE MODEL, for what a stage holds");
   std::optional<PlanResult> given;
   if (!cmd.stages.empty()) given = given_plan(cmd, w, c);
   const PlanResult naive = pipeline::naive_plan(w, c), data = pipeline::data_parallel_plan(w, c);
 
+  const std::string profile_source =
+      !profile_path.empty() ? profile_path : fmt::format("the blocks timed now at {} samples", block_profile.micro_batch);
   if (cmd.json) {
     std::printf("{\"job\":%s,\"profile\":%s,\"blocks\":%zu,\"chain\":%s,\"profile_batch\":%.9g,\"global_batch\":%lld,"
                 "\"ranks\":%d,\"cluster\":%s,\"planning_s\":%.6g,\"plan\":%s,\"naive\":%s,\"data_parallel\":%s,"
                 "\"given\":%s}\n",
-                json_quoted(job.job.name).c_str(), json_quoted(cmd.profile).c_str(), w.blocks.size(),
+                json_quoted(job.job.name).c_str(), json_quoted(profile_source).c_str(), w.blocks.size(),
                 profile.chain ? "true" : "false", profile_batch, (long long)batch, c.size(),
                 json_quoted(c.describe()).c_str(), seconds, result_json(planned).c_str(), result_json(naive).c_str(),
                 result_json(data).c_str(), given ? result_json(*given).c_str() : "null");
     return 0;
   }
   std::printf("job %s: pipeline of %zu blocks from %s (%s), times for minibatches of %g samples; global batch %lld\n",
-              job.job.name.c_str(), w.blocks.size(), cmd.profile.c_str(),
+              job.job.name.c_str(), w.blocks.size(), profile_source.c_str(),
               profile.chain ? "a chain" : "a graph, linearised", profile_batch, (long long)batch);
   std::printf("cluster: %s\n", c.describe().c_str());
-  std::printf("1F1B with a flush per mini-batch; planner: %s, %.3f s\n\n", planned.method.c_str(), seconds);
-  std::printf("  %-14s %6s %7s %5s %12s %12s %9s %12s\n", "", "stages", "devices", "M", "T ms", "samples/s", "bubble",
+  std::printf("1F1B with a flush per mini-batch; plan: %s, %.3f s\n", how.c_str(), seconds);
+  for (const std::string& line : warnings) std::printf("warning: %s\n", line.c_str());
+  std::printf("\n  %-14s %6s %7s %5s %12s %12s %9s %12s\n", "", "stages", "devices", "M", "T ms", "samples/s", "bubble",
               "bottleneck ms");
-  print_summary_row("planner", planned);
+  print_summary_row(from_job ? "run's plan" : "planner", planned);
   if (given) print_summary_row("--stages", *given);
   print_summary_row("naive", naive);
   print_summary_row("data parallel", data);
@@ -198,10 +222,11 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
     return b.feasible ? fmt::format("{:.2f}x {}", planned.prediction.samples_per_s / b.prediction.samples_per_s, name)
                       : fmt::format("{} does not fit", name);
   };
-  std::printf("verdict: the planner's samples/s are %s, %s%s\n\n", versus("the naive plan's", naive).c_str(),
+  std::printf("verdict: %s samples/s are %s, %s%s\n\n", from_job ? "the run's plan's" : "the planner's", versus("the naive plan's", naive).c_str(),
               versus("data parallelism's", data).c_str(),
               given ? (", " + versus("the given stages'", *given)).c_str() : "");
-  print_stages(fmt::format("planner's stages (M = {} micro-batches of {} samples):", planned.plan.micro_batches,
+  print_stages(fmt::format("{} stages (M = {} micro-batches of {} samples):", from_job ? "the run's" : "planner's",
+                           planned.plan.micro_batches,
                            batch / planned.plan.micro_batches),
                planned);
   if (given) {

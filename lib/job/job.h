@@ -111,12 +111,27 @@ struct CgpSection {
   double solver_seconds = 1.0;   // aga, pls: time limit of one solve
 };
 
+// [parallel.pipeline]: pipeline parallelism (lib/pipeline plans it, lib/train runs it): the model's
+// blocks cut into stages, each on one rank or replicated over several (data parallel inside the stage),
+// micro-batches in 1F1B order with a flush per mini-batch.
+struct PipelineSection {
+  std::string stages;         // "0-2,3-5x2" (block ranges, "xR": R replicas, ranks in order) or
+                              //   "0-2@0,3-5@1+2" (each stage's ranks); empty: the planner's on [cluster]
+  int64_t micro_batches = 0;  // M, dividing train.global_batch; 0: the planner's choice
+  std::string recompute = "auto";  // "auto": per stage, the cheapest blocks that fit [cluster] memory;
+                                   //   "none"; "all": every block keeps only its input
+  std::string profile;        // a layer profile (dptrain profile --layers) or PipeDream graph.txt the plan
+                              //   is made from; empty: the blocks are timed when the run starts
+};
+
 struct ParallelSection {
-  // "data": data parallelism, gradients averaged after backward; "cgp": cooperative grouping
+  // "data": data parallelism, gradients averaged after backward; "cgp": cooperative grouping;
+  // "pipeline": pipeline parallelism
   std::string strategy = "data";
   CommSection comm;               // [parallel.comm]
   BalanceSection balance;         // [parallel.balance]
   CgpSection cgp;                 // [parallel.cgp]
+  PipelineSection pipeline;       // [parallel.pipeline]
 };
 
 // [cluster.emulate]: heterogeneity on purpose, to test balancing on one machine. A rank slowed by factor

@@ -20,8 +20,9 @@ static const std::vector<std::string> kOptimizers = {"sgd", "adamw"};
 static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"};
 static const std::vector<std::string> kDevices = {"auto", "cpu", "cuda"};
 static const std::vector<std::string> kPrecisions = {"fp32", "bf16"};
-static const std::vector<std::string> kStrategies = {"data", "cgp"};
+static const std::vector<std::string> kStrategies = {"data", "cgp", "pipeline"};
 static const std::vector<std::string> kCgpSolvers = {"aga", "pls", "exhaustive", "sorted"};
+static const std::vector<std::string> kRecompute = {"auto", "none", "all"};
 static const std::vector<std::string> kCommAlgorithms = {"native", "ring", "mra"};
 static const std::vector<std::string> kBalanceModes = {"equal", "idat"};
 static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
@@ -106,6 +107,15 @@ static Check check_first_bucket(const Job& j) {
                              number_text(c.first_bucket_mb)),
                  -1, "lower parallel.comm.first_bucket_mb or raise parallel.comm.bucket_mb",
                  "parallel.comm.bucket_mb"};
+}
+
+// Micro-batches cut the global batch into equal parts.
+static Check check_micro_batches(const Job& j) {
+  const int64_t m = j.parallel.pipeline.micro_batches, batch = j.train.global_batch;
+  if (auto p = at_least(m, 0)) return p;
+  if (m == 0 || batch < 1 || batch % m == 0) return std::nullopt;
+  return Problem{fmt::format("{} micro-batches do not divide train.global_batch ({})", m, batch), -1,
+                 "give a divisor of the global batch, or 0 to let the planner choose", "train.global_batch"};
 }
 
 // --- The schema ------------------------------------------------------------------------------------------
@@ -193,6 +203,12 @@ const std::vector<KeySpec>& schema() {
       {"parallel.cgp", "deterministic", DP_FIELD(parallel.cgp.deterministic), nullptr, {}},
       {"parallel.cgp", "solver_seconds", DP_FIELD(parallel.cgp.solver_seconds),
        DP_RULE(positive(j.parallel.cgp.solver_seconds)), {}},
+
+      {"parallel.pipeline", "stages", DP_FIELD(parallel.pipeline.stages), nullptr, {}},  // against the model
+                                                                                           //   before ranks start
+      {"parallel.pipeline", "micro_batches", DP_FIELD(parallel.pipeline.micro_batches), check_micro_batches, {}},
+      {"parallel.pipeline", "recompute", DP_FIELD(parallel.pipeline.recompute), nullptr, kRecompute},
+      {"parallel.pipeline", "profile", DP_FIELD(parallel.pipeline.profile), nullptr, {}},
 
       {"cluster", "file", DP_FIELD(cluster.file), nullptr, {}},
       {"cluster", "speeds", DP_FIELD(cluster.speeds), check_cluster_speeds, {}},

@@ -27,6 +27,7 @@ void MetricsLog::write(const TrainLine& l) {
   if (l.group >= 0)
     line += fmt::format(",\"group\":{},\"staleness\":{},\"held_ms\":{:.3f},\"exchange_ms\":{:.3f}", l.group,
                         l.staleness, l.held_ms, l.exchange_ms);
+  if (l.stage >= 0) line += fmt::format(",\"stage\":{}", l.stage);
   fmt::print(file_, "{}}}\n", line);
 }
 
@@ -54,6 +55,23 @@ void MetricsLog::write(const PhaseGroupsLine& l) {
              "{{\"kind\":\"groups\",\"step\":{},\"grouping\":\"{}\",\"predicted_samples_per_sec\":{:.1f},"
              "\"measured_samples_per_sec\":{:.1f},\"groups\":[{}]}}\n",
              l.step, l.grouping, l.predicted_samples_per_sec, l.measured_samples_per_sec, groups);
+}
+
+void MetricsLog::write(const PipelineLine& l) {
+  std::string stages;
+  for (const PipelineLine::StageLine& s : l.stages)
+    stages += fmt::format(
+        "{}{{\"stage\":{},\"blocks\":[{},{}],\"ranks\":[{}],\"recompute\":[{}],"
+        "\"predicted\":{{\"compute_ms\":{:.3f},\"peak_bytes\":[{:.0f}]}},"
+        "\"measured\":{{\"compute_ms\":{:.3f},\"wait_ms\":{:.3f},\"peak_bytes\":[{:.0f}]}}}}",
+        stages.empty() ? "" : ",", s.stage, s.first, s.last, fmt::join(s.ranks, ","), fmt::join(s.recompute, ","),
+        s.predicted_compute_ms, fmt::join(s.predicted_peak_bytes, ","), s.measured_compute_ms, s.measured_wait_ms,
+        fmt::join(s.measured_peak_bytes, ","));
+  fmt::print(file_,
+             "{{\"kind\":\"pipeline\",\"step\":{},\"minibatches\":{},\"predicted\":{{\"minibatch_ms\":{:.3f},"
+             "\"bubble\":{:.4f}}},\"measured\":{{\"minibatch_ms\":{:.3f},\"bubble\":{:.4f}}},\"stages\":[{}]}}\n",
+             l.step, l.minibatches, l.predicted_minibatch_ms, l.predicted_bubble, l.measured_minibatch_ms,
+             l.measured_bubble, stages);
 }
 
 void MetricsLog::write(const EvalLine& l) {

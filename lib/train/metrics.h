@@ -30,6 +30,24 @@ struct TrainLine {
   // rank's exchange time (request to global model in hand).
   int group = -1;
   double staleness = 0, held_ms = 0, exchange_ms = 0;
+  // Strategy "pipeline": the rank's stage (its wait_ms is its bubble: waiting for other stages).
+  int stage = -1;
+};
+
+// Strategy "pipeline", at each pause: the plan's predictions beside the measurements of the mini-batches
+// since the last pause (medians over its full mini-batches; a stage's slowest replica).
+struct PipelineLine {
+  int64_t step = 0, minibatches = 0;
+  double predicted_minibatch_ms = 0, measured_minibatch_ms = 0;
+  double predicted_bubble = 0, measured_bubble = 0;  // 1 - the stages' mean busy fraction
+  struct StageLine {
+    int stage = 0, first = 0, last = 0;
+    std::vector<int> ranks, recompute;
+    double predicted_compute_ms = 0, measured_compute_ms = 0;  // per mini-batch: forward, backward, recompute
+    double measured_wait_ms = 0;                                // per mini-batch: the bubble
+    std::vector<double> predicted_peak_bytes, measured_peak_bytes;  // per rank of the stage
+  };
+  std::vector<StageLine> stages;
 };
 
 // Strategy "cgp": a regrouping decision (adopted or not) and what it cost.
@@ -73,6 +91,7 @@ class MetricsLog {
   void write(const EvalLine& l);
   void write(const RegroupLine& l);
   void write(const PhaseGroupsLine& l);
+  void write(const PipelineLine& l);
   void flush();
 
  private:

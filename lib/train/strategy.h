@@ -1,8 +1,9 @@
 // How a run trains, behind one small interface. The trainer (trainer.cpp) keeps the run directory, the
 // progress display, metrics.jsonl, and the evaluation and checkpoint cadence; it asks the strategy to train
 // up to the next pause (an evaluation, a checkpoint, the end) and the strategy owns every step until then:
-// "data" (data_strategy.cpp: one synchronous loop over all ranks) and "cgp" (lib/train/cgp_strategy.cpp:
-// groups synchronous inside, asynchronous between).
+// "data" (data_strategy.cpp: one synchronous loop over all ranks), "cgp" (lib/train/cgp_strategy.cpp:
+// groups synchronous inside, asynchronous between) and "pipeline" (pipeline_strategy.cpp: stages of the
+// model's blocks, 1F1B).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,7 @@ struct StepSink {
   std::function<void(const std::string&)> note;
   std::function<void(const RegroupLine&)> regroup;  // "cgp": a regrouping decision
   std::function<void(const PhaseGroupsLine&)> groups;  // "cgp": the model against the measurement, per phase
+  std::function<void(const PipelineLine&)> pipeline;   // "pipeline": the plan against the measurement
 };
 
 // What the strategy trains: the model (already built on the run's kernels) and its dataset.
@@ -74,5 +76,6 @@ void check_cgp_job(const Job& job, const Model& model);
 
 std::unique_ptr<Strategy> make_data_strategy(StrategyInputs in);
 std::unique_ptr<Strategy> make_cgp_strategy(StrategyInputs in);
+std::unique_ptr<Strategy> make_pipeline_strategy(StrategyInputs in);
 
 }  // namespace dp

@@ -16,6 +16,7 @@
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
 #include "lib/train/checkpoint.h"
+#include "lib/train/pipeline_plan.h"
 #include "lib/train/progress.h"
 #include "lib/train/run_dir.h"
 #include "lib/train/run_setup.h"
@@ -35,6 +36,7 @@ void check_run_inputs(const Job& job, const RunOptions& opts) {
   (void)choose_device(job);
   const Setup s = build_setup(job, opts, cpu_kernels());
   if (job.parallel.strategy == "cgp") check_cgp_job(job, *s.model);
+  if (job.parallel.strategy == "pipeline") check_pipeline_job(job, *s.model);
 }
 
 RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) {
@@ -64,8 +66,9 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   Model& model = *s.model;
   StrategyInputs inputs{job, comm, model, s.data.train, *kernels, std::move(gpu_queue), s.steps_per_epoch,
                         s.total_steps};
-  const std::unique_ptr<Strategy> strategy =
-      job.parallel.strategy == "cgp" ? make_cgp_strategy(std::move(inputs)) : make_data_strategy(std::move(inputs));
+  const std::unique_ptr<Strategy> strategy = job.parallel.strategy == "cgp"        ? make_cgp_strategy(std::move(inputs))
+                                             : job.parallel.strategy == "pipeline" ? make_pipeline_strategy(std::move(inputs))
+                                                                                   : make_data_strategy(std::move(inputs));
   int64_t step = 0;  // steps completed
   if (s.resume_from) {
     strategy->resume(*s.resume_from);
@@ -112,6 +115,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   };
   sink.regroup = [&](const RegroupLine& line) { metrics->write(line); };
   sink.groups = [&](const PhaseGroupsLine& line) { metrics->write(line); };
+  sink.pipeline = [&](const PipelineLine& line) { metrics->write(line); };
   sink.step = [&](const StepRecord& r) {
     train_seconds += r.seconds;
     trained_samples += r.samples;

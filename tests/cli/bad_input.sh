@@ -8,7 +8,7 @@
 set -u
 
 DPTRAIN=$(realpath "${1:?usage: bad_input.sh DPTRAIN REPO_ROOT}")
-# $2 (the repository root) is not needed: every job is written here.
+REPO=$(realpath "${2:?usage: bad_input.sh DPTRAIN REPO_ROOT}")  # for ../shared's profiles; jobs are written here
 [[ -x $DPTRAIN ]] || { echo "not ok - setup: $DPTRAIN is not executable"; exit 1; }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dptrain-bad-input.XXXXXX")
@@ -207,6 +207,31 @@ expect_error "node sizes that disagree with the ranks" 2 "cluster.node_sizes|add
   "$DPTRAIN" run good.toml "${cgp[@]}" --set "cluster.node_sizes=[2, 3]" --out prev
 expect_error "a link of bandwidth 0" 2 "cluster.links.cross_gbps|greater than 0" -- \
   "$DPTRAIN" run good.toml "${cgp[@]}" --set cluster.links.cross_gbps=0 --out prev
+# Pipelines (strategy "pipeline" checks its stages, its profile and, with memory limits, that a plan fits
+# before any rank starts). The MLP of hidden [16, 16] has 3 blocks: fc1, fc2, fc3.
+pipe=(--set parallel.strategy=pipeline --set "model.hidden=[16, 16]")
+expect_error "stages leaving a block out" 2 "[parallel.pipeline] stages|blocks 2-2 are in no stage|blocks 0-2" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set 'parallel.pipeline.stages="0,1"' --out pipe-new
+expect_error "overlapping stages" 2 "[parallel.pipeline] stages|stage 1 (1-2) overlaps" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set 'parallel.pipeline.stages="0-1,1-2"' --out pipe-new
+expect_error "stages past the last block" 2 "[parallel.pipeline] stages|runs past the last block, 2" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set 'parallel.pipeline.stages="0,1-5"' --out pipe-new
+expect_error "more stages than devices" 2 "[parallel.pipeline] stages|more devices than the cluster's 2" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set 'parallel.pipeline.stages="0,1,2"' --out pipe-new
+expect_error "micro-batches not dividing the batch" 2 "parallel.pipeline.micro_batches|do not divide" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set parallel.pipeline.micro_batches=7 --out pipe-new
+"$DPTRAIN" profile --layers good.toml --set "model.hidden=[16, 16]" --batch 8 --out "$TMP/layers.toml" >/dev/null
+"$DPTRAIN" profile --layers good.toml --batch 8 --out "$TMP/other.toml" >/dev/null
+sed '0,/forward_ms = /s/forward_ms = /forward_ms = -/' "$TMP/layers.toml" >"$TMP/negative.toml"
+expect_error "a profile with a negative time" 2 "negative.toml:$(line_of "$TMP/negative.toml" 'forward_ms = -'):|negative" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$TMP/negative.toml\"" --out pipe-new
+expect_error "a profile of another model" 2 "other.toml|has 2 blocks|has 3|profile --layers" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$TMP/other.toml\"" --out pipe-new
+expect_error "PipeDream's graph as the run's profile" 2 "[parallel.pipeline] profile|not a dptrain layer profile" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$(realpath "$(dirname "$DPTRAIN")/../../shared/profiles/pipedream/alexnet_graph.txt" 2>/dev/null || echo /nonexistent)\"" --out pipe-new
+expect_error "a memory limit nothing fits" 2 "[cluster] memory_gb|nothing fits|add devices or memory" -- \
+  "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$TMP/layers.toml\"" \
+  --set "cluster.memory_gb=[1e-6, 1e-6]" --out pipe-new
 # This machine (and CI) has no GPU: asking for one, or for GPU-only arithmetic, is an input error. On a
 # GPU machine these two cases are skipped.
 if ! "$DPTRAIN" --version | grep -q 'device(s)'; then

@@ -63,7 +63,7 @@ EOF
 # 1. The text plan.
 if "$DPTRAIN" plan job.toml --profile "$PROFILE" --stages "0-10,11-21" >plan.txt 2>plan.err; then
   missing=""
-  for want in "pipeline of 22 blocks" "planner: exact" "verdict: the planner's samples/s are" "planner's stages" \
+  for want in "pipeline of 22 blocks" "plan: the planner's (exact)" "verdict: the planner's samples/s are" "planner's stages" \
     "--stages (M =" "naive" "data parallel"; do
     grep -qF -- "$want" plan.txt || missing+=" '$want'"
   done

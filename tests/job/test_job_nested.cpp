@@ -22,7 +22,8 @@ BOOST_AUTO_TEST_CASE(table_tree) {
   BOOST_TEST(jd::parent_table("parallel.comm") == "parallel");
   BOOST_TEST(jd::parent_table("parallel") == "");
   BOOST_TEST(jd::leaf_name("parallel.comm") == "comm");
-  BOOST_TEST(jd::sub_tables("parallel") == (std::vector<std::string>{"parallel.comm", "parallel.balance", "parallel.cgp"}),
+  BOOST_TEST(jd::sub_tables("parallel") == (std::vector<std::string>{"parallel.comm", "parallel.balance", "parallel.cgp",
+                                                                        "parallel.pipeline"}),
              boost::test_tools::per_element());
   BOOST_TEST(jd::sub_tables("train").empty());
   const auto top = jd::sub_tables("");

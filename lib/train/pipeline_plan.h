@@ -1,0 +1,56 @@
+// The plan a pipeline run trains with ([parallel] strategy = "pipeline", [parallel.pipeline]): the
+// planner's (lib/pipeline) on the job's cluster from a layer profile of the job's model (a file, or the
+// blocks timed when the run starts), or the job's own stages evaluated under the same model; with the
+// recomputation the job asks for. `dptrain plan` shows the same plan the run would train with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/cluster/cluster.h"
+#include "lib/job/job.h"
+#include "lib/pipeline/plan.h"
+#include "lib/pipeline/profile.h"
+#include "models/model.h"
+
+namespace dp {
+
+// M's candidates: `fixed` when > 0, else every divisor of the global batch up to 64.
+std::vector<int64_t> micro_batch_candidates(int64_t global_batch, int64_t fixed);
+// Resident bytes per parameter byte: weights and gradients, plus SGD's momentum or AdamW's two moments.
+double resident_bytes_per_param_byte(const OptimSection& o);
+
+// The cluster a pipeline is planned on: [cluster] with every rank's speed divided by its persistent
+// [cluster.emulate] slowdown (the speeds the ranks will train at).
+Cluster pipeline_cluster(const Job& job);
+
+// The layer profile the run plans from: [parallel.pipeline] profile (a dptrain layer profile of this
+// model), or the model's blocks timed now on the job's device at a micro-batch of a quarter of the global
+// batch per rank (at least 8 samples). Throws ProfileError for a profile of another model.
+pipeline::BlockProfile job_layer_profile(const Job& job, const Model& model);
+
+// The planner's workload from a layer profile of the job's model: per-sample costs for a device of speed 1
+// of [cluster] (the profile was timed on this machine, which stands for the fastest described rank under
+// as_described, whose device the others are emulated relative to, and else for rank 0's), the global
+// batch, M's candidates and the optimizer's resident bytes.
+pipeline::Workload job_pipeline_workload(const Job& job, const pipeline::BlockProfile& p);
+
+struct PipelineChoice {
+  pipeline::PlanResult result;        // the plan and its prediction
+  pipeline::Workload workload;
+  std::string how;                    // "the planner's (exact)", "[parallel.pipeline] stages"
+  std::vector<std::string> warnings;  // a stage predicted over its device's memory (recompute none/all)
+};
+// [parallel.pipeline] stages at its best candidate M, or the planner's plan; recomputation as
+// [parallel.pipeline] recompute says ("auto": each stage's cheapest set that fits). Throws InputError
+// naming the job's key when the stages do not fit the model or cluster, or (recompute "auto") nothing
+// fits memory: which stage and what would.
+PipelineChoice choose_pipeline_plan(const Job& job, const pipeline::Workload& w, const Cluster& c);
+
+// Before ranks start: the stages string against the model's blocks and the cluster, the profile file
+// against the model, a tied LM head, a GPU device; with memory limits in [cluster], that a plan fits
+// (timing the blocks when the job gives no profile). Throws InputError (exit status 2).
+void check_pipeline_job(const Job& job, const Model& model);
+
+}  // namespace dp

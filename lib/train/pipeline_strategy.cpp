@@ -1,0 +1,299 @@
+// Strategy "pipeline": the model's blocks cut into stages (pipeline_plan.h: the planner's plan or the
+// job's stages), each on its rank or replicated over several, trained with 1F1B and a flush per
+// mini-batch: the same mathematics as one process. Rank 0 makes the plan (timing the blocks when the job
+// gives no profile) and sends it to every rank; each rank builds its stage (only its blocks' parameters,
+// gradients and optimizer state, a slot of activations per micro-batch in flight) under a memory meter
+// of its own, and a StageRunner (pipeline_runner.h) runs its part of every mini-batch. Checkpoints hold
+// the whole model's parameters and optimizer state in the model's flat order, as strategy "data" writes
+// them, so a run resumes under another partition (or another strategy). Rank 0 keeps the whole model
+// for evaluation, its parameters gathered from the stages at every pause.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "lib/balance/emulate.h"
+#include "lib/core/error.h"
+#include "lib/core/memory_meter.h"
+#include "lib/pipeline/schedule.h"
+#include "lib/train/optimizer.h"
+#include "lib/train/pipeline_decision.h"
+#include "lib/train/pipeline_plan.h"
+#include "lib/train/pipeline_records.h"
+#include "lib/train/pipeline_runner.h"
+#include "lib/train/run_setup.h"
+#include "lib/train/step_update.h"
+#include "lib/train/strategy.h"
+
+namespace dp {
+namespace {
+
+using namespace train_detail;
+using pipeline_detail::Placement;
+using pipeline_detail::RankRecord;
+using pipeline_detail::phase_line;
+using pipeline_detail::SharedPlan;
+using pipeline_detail::placement_of;
+using pipeline_detail::share_rank0_plan;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kGatherTag = 104;
+
+class PipelineStrategy final : public Strategy {
+ public:
+  explicit PipelineStrategy(StrategyInputs in)
+      : in_(std::move(in)), emulator_(in_.job, in_.comm.rank()), meter_(std::make_shared<MemoryMeter>()) {
+    if (in_.gpu_queue || !in_.kernels.host_memory)
+      throw JobError("parallel.strategy", "strategy \"pipeline\" runs on CPU ranks only",
+                     "set [train] device = \"cpu\", or strategy = \"data\" on GPUs");
+    decide_plan();
+    build_stage();
+  }
+
+  std::vector<std::string> describe() const override {
+    std::vector<std::string> lines;
+    const int S = place_.stages();
+    const int64_t batch = in_.job.train.global_batch;
+    lines.push_back(fmt::format("pipeline: {} stage(s), 1F1B with a flush, M = {} micro-batches of {} samples; {}",
+                                S, place_.micro_batches, batch / place_.micro_batches, how_));
+    for (int s = 0; s < S; ++s) {
+      const pipeline::Stage& st = plan_.stages[size_t(s)];
+      std::string ranks, rows, recomputed;
+      for (size_t i = 0; i < st.ranks.size(); ++i) {
+        ranks += fmt::format("{}{}", i ? "+" : "", st.ranks[i]);
+        rows += fmt::format("{}{}", i ? "+" : "", place_.shares[size_t(s)][i]);
+      }
+      for (int b : st.recompute) recomputed += fmt::format("{}{}", recomputed.empty() ? "" : ",", b);
+      std::string line = fmt::format("  stage {}: blocks {}-{} ({} .. {}) on rank {} ({} rows of a micro-batch)", s,
+                                     st.first, st.last, in_.model.block(st.first).shape().name,
+                                     in_.model.block(st.last).shape().name, ranks, rows);
+      if (!recomputed.empty()) line += "; recomputes " + recomputed;
+      if (prediction_)
+        line += fmt::format("; predicted {:.3g} + {:.3g} ms per micro-batch, peak {:.3g} MB",
+                            prediction_->stages[size_t(s)].forward_s * 1e3, prediction_->stages[size_t(s)].backward_s * 1e3,
+                            *std::max_element(prediction_->stages[size_t(s)].peak_bytes.begin(),
+                                              prediction_->stages[size_t(s)].peak_bytes.end()) / 1e6);
+      lines.push_back(line);
+    }
+    if (prediction_)
+      lines.push_back(fmt::format("  predicted: {:.3g} ms per mini-batch, {:.0f} samples/s, bubble {:.1f}%",
+                                  prediction_->minibatch_s * 1e3, prediction_->samples_per_s,
+                                  prediction_->bubble_fraction * 100));
+    for (const std::string& w : warnings_) lines.push_back("  warning: " + w);
+    if (sync_) lines.push_back("  inside a stage's replicas, gradients: " + sync_->describe());
+    const std::string links = links_text(in_.job);
+    if (!links.empty()) lines.push_back(links);
+    return lines;
+  }
+
+  void resume(const Checkpoint& from) override {
+    optimizer_steps_ = from.optimizer_steps;
+    if (in_.comm.rank() == 0) in_.model.params_from_host(from.params);
+    if (!stage_) return;
+    const int64_t P = int64_t(from.params.size()), begin = stage_->param_begin(), count = stage_->param_end() - begin;
+    stage_->params_from_host(std::span(from.params).subspan(size_t(begin), size_t(count)));
+    // A "cgp" checkpoint holds every group's state one after another: the first group's, as "data" does.
+    const int slots = optimizer_->slots();
+    std::vector<float> mine(size_t(slots) * size_t(count));
+    for (int k = 0; k < slots; ++k)
+      std::copy_n(from.optimizer_state.begin() + k * P + begin, count, mine.begin() + k * count);
+    optimizer_->state_from_host(sync_->my_state(mine, slots));
+    optimizer_->set_steps_taken(from.optimizer_steps);
+  }
+
+  void train_until(int64_t done, int64_t until, const StepSink& sink) override {
+    const Job& job = in_.job;
+    Communicator& comm = in_.comm;
+    const MeterScope scope(meter_);
+    const double terms_per_sample = double(in_.model.targets_per_sample());
+    std::vector<double> step_ms;
+    std::vector<std::vector<RankRecord>> records;
+    auto step_start = Clock::now();
+    for (int64_t step = done; step < until; ++step) {
+      const int64_t epoch = step / in_.steps_per_epoch, in_epoch = step % in_.steps_per_epoch;
+      if (epoch != permutation_epoch_) {
+        permutation_ = epoch_permutation(in_.train_set.count, job.job.seed, epoch);
+        permutation_epoch_ = epoch;
+      }
+      const int64_t batch = step_batch_size(in_.train_set.count, job.train.global_batch, in_epoch);
+      const std::span<const uint32_t> samples =
+          std::span<const uint32_t>(permutation_).subspan(size_t(in_epoch * job.train.global_batch), size_t(batch));
+      const double lr = learning_rate(job.optim, step, in_.total_steps);
+      const double terms = double(batch) * terms_per_sample;
+      RankRecord mine;
+      mine.stage = place_.stage;
+      ++optimizer_steps_;  // every stage takes one optimizer step per mini-batch
+      if (runner_) {
+        const int64_t opt_step = optimizer_->begin_step();
+        Optimizer& opt = *optimizer_;
+        const auto t = runner_->run(samples, float(1.0 / terms), [&opt, lr, opt_step](float* p, const float* g,
+                                                                                       int64_t at, int64_t count) {
+          opt.update_range(p, g, at, count, lr, opt_step);
+        }, step);
+        mine.loss_sum = t.stats.loss_sum;
+        mine.times = StepTimes{t.compute_ms, t.wait_ms, t.send_ms + t.sync.wait_ms + t.sync.comm_ms, t.sync.update_ms,
+                               t.rows};
+      }
+      const std::vector<RankRecord> all = comm.size() > 1 ? comm.allgather_value(mine) : std::vector{mine};
+      double loss_sum = 0;
+      for (const RankRecord& r : all) loss_sum += r.loss_sum;
+      const auto now = Clock::now();
+      StepRecord rec{step + 1, epoch, loss_sum / terms, lr, batch, std::chrono::duration<double>(now - step_start).count(), {}};
+      step_start = now;
+      if (comm.rank() == 0) {
+        for (int r = 0; r < comm.size(); ++r) {
+          TrainLine line{rec.step, epoch, r, rec.loss, lr, double(batch) / rec.seconds, all[size_t(r)].times};
+          line.stage = all[size_t(r)].stage;
+          rec.ranks.push_back(line);
+        }
+        if (batch == job.train.global_batch) {  // the phase's full mini-batches, for the pipeline line
+          step_ms.push_back(rec.seconds * 1e3);
+          records.push_back(all);
+        }
+      }
+      sink.step(rec);
+    }
+    if (sync_) sync_->settle();
+    gather_model();  // rank 0 evaluates the whole model
+    report_phase(until, step_ms, records, sink);
+  }
+
+  Model& model_to_evaluate() override { return in_.model; }
+
+  Checkpoint checkpoint(int64_t step) override {
+    // Every stage's parameters and whole optimizer state (its replicas' shards brought together), laid
+    // out in the model's flat order on rank 0.
+    const auto kind = make_optimizer(in_.job.optim, 0);  // its name and state slots
+    std::vector<float> state;
+    if (sync_) state = sync_->full_state(optimizer_->state_to_host(), kind->slots());
+    const std::vector<float> params = gather_params(state, kind->slots());
+    if (in_.comm.rank() != 0) return {};
+    return {in_.model.fingerprint(), kind->name(), step, optimizer_steps_, params, std::move(gathered_state_), {}};
+  }
+
+ private:
+  // Rank 0 profiles (or reads the profile) and plans; everyone learns the plan or the error.
+  void decide_plan() {
+    const SharedPlan shared = share_rank0_plan(in_.comm, [&] {
+      const pipeline::BlockProfile profile = job_layer_profile(in_.job, in_.model);
+      const PipelineChoice choice =
+          choose_pipeline_plan(in_.job, job_pipeline_workload(in_.job, profile), pipeline_cluster(in_.job));
+      prediction_ = choice.result.prediction;
+      warnings_ = choice.warnings;
+      how_ = fmt::format("{}, from {}", choice.how,
+                         in_.job.parallel.pipeline.profile.empty()
+                             ? fmt::format("the blocks timed now (micro-batch {})", profile.micro_batch)
+                             : "the profile " + in_.job.parallel.pipeline.profile);
+      return choice.result;
+    });
+    plan_ = shared.plan;
+    place_ = placement_of(shared, in_.comm.rank());
+  }
+
+  // This rank's stage, its replicas' communicator and gradient sync, its optimizer and runner: all
+  // allocated under the stage's memory meter.
+  void build_stage() {
+    const MeterScope scope(meter_);
+    const int S = place_.stages(), s = place_.stage;
+    stage_comm_ = in_.comm.split(s >= 0 ? s : S + in_.comm.rank(), in_.comm.rank());
+    if (s < 0) return;
+    const pipeline::Stage& st = plan_.stages[size_t(s)];
+    std::vector<bool> recompute(size_t(st.last - st.first + 1), false);
+    for (int b : st.recompute) recompute[size_t(b - st.first)] = true;
+    stage_ = std::make_unique<Stage>(in_.model, st.first, st.last,
+                                     pipeline::in_flight(s, S, int(place_.micro_batches)), recompute);
+    std::vector<ParamRange> ranges;  // the stage's blocks, in its own offsets
+    for (int b = st.first; b <= st.last; ++b) {
+      const BlockShape& shape = in_.model.block(b).shape();
+      if (shape.param_count > 0) ranges.push_back({shape.param_offset - stage_->param_begin(), shape.param_count});
+    }
+    GradSyncOptions options = grad_sync_options(in_.job.parallel.comm);
+    if (stage_comm_->size() == 1) options.algorithm = "native";  // nothing to sum: update in place
+    sync_ = make_gradient_sync(options, *stage_comm_, stage_->params(), stage_->grads(), ranges);
+    optimizer_ = make_optimizer(in_.job.optim, sync_->state_count(), in_.kernels);
+    runner_ = std::make_unique<pipeline_detail::StageRunner>(in_.comm, *stage_, place_, *sync_, in_.train_set,
+                                                             emulator_, paced_by_thread_cpu(in_.kernels));
+  }
+
+  // Rank 0 gathers every stage's parameters (from its first replica) into the model's order; with
+  // `slots` > 0 also the optimizer state (`state`: this rank's stage's whole state, slot major), into
+  // gathered_state_. Collective.
+  std::vector<float> gather_params(const std::vector<float>& state, int slots) {
+    Communicator& comm = in_.comm;
+    const int64_t P = int64_t(in_.model.params().size());
+    const bool with_state = slots > 0;
+    std::vector<float> params;
+    gathered_state_.clear();
+    if (comm.rank() == 0) {
+      params.resize(size_t(P));
+      gathered_state_.assign(size_t(slots) * size_t(P), 0.0f);
+    }
+    for (size_t s = 0; s < plan_.stages.size(); ++s) {
+      const pipeline::Stage& st = plan_.stages[s];
+      const int leader = st.ranks.front();
+      const int64_t begin = in_.model.block(st.first).shape().param_offset;
+      const int64_t count = in_.model.block(st.last).shape().param_offset + in_.model.block(st.last).shape().param_count - begin;
+      std::vector<float> p(static_cast<size_t>(count)), z(with_state ? static_cast<size_t>(slots * count) : 0);
+      if (comm.rank() == leader) {
+        p = stage_->params_to_host();
+        z = state;
+      }
+      if (leader != 0 && comm.rank() == leader) {
+        comm.isend(std::as_bytes(std::span(p)), 0, kGatherTag).wait();
+        if (with_state) comm.isend(std::as_bytes(std::span(z)), 0, kGatherTag).wait();
+      }
+      if (comm.rank() == 0) {
+        if (leader != 0) {
+          comm.irecv(std::as_writable_bytes(std::span(p)), leader, kGatherTag).wait();
+          if (with_state) comm.irecv(std::as_writable_bytes(std::span(z)), leader, kGatherTag).wait();
+        }
+        std::copy(p.begin(), p.end(), params.begin() + begin);
+        if (with_state)
+          for (int k = 0; k < slots; ++k)
+            std::copy_n(z.begin() + k * count, count, gathered_state_.begin() + k * P + begin);
+      }
+    }
+    return params;
+  }
+
+  void gather_model() {
+    const std::vector<float> params = gather_params({}, 0);
+    if (in_.comm.rank() == 0) in_.model.params_from_host(params);
+  }
+
+  // The pipeline line of the phase (rank 0 writes it): every rank's stage peak, gathered. Collective.
+  void report_phase(int64_t step, const std::vector<double>& step_ms,
+                    const std::vector<std::vector<RankRecord>>& records, const StepSink& sink) {
+    const double peak = double(meter_->peak());
+    const std::vector<double> peaks = in_.comm.size() > 1 ? in_.comm.allgather_value(peak) : std::vector{peak};
+    if (in_.comm.rank() == 0 && sink.pipeline && !step_ms.empty())
+      sink.pipeline(phase_line(plan_, place_.micro_batches, prediction_ ? &*prediction_ : nullptr, step, step_ms,
+                               records, peaks));
+  }
+
+  StrategyInputs in_;
+  SlowdownEmulator emulator_;
+  std::shared_ptr<MemoryMeter> meter_;  // this rank's stage: everything it allocates
+  pipeline::Plan plan_;
+  Placement place_;
+  std::optional<pipeline::Prediction> prediction_;  // rank 0
+  std::vector<std::string> warnings_;               // rank 0
+  std::string how_;                                 // rank 0
+  std::unique_ptr<Communicator> stage_comm_;
+  std::unique_ptr<Stage> stage_;
+  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<pipeline_detail::StageRunner> runner_;
+  std::vector<uint32_t> permutation_;
+  int64_t permutation_epoch_ = -1;
+  std::vector<float> gathered_state_;  // rank 0, by gather_params
+  int64_t optimizer_steps_ = 0;        // taken by every stage alike (rank 0 may hold none)
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_pipeline_strategy(StrategyInputs in) {
+  return std::make_unique<PipelineStrategy>(std::move(in));
+}
+
+}  // namespace dp
