@@ -5,7 +5,8 @@
 // whole model is the one-stage case.
 //
 // Blocks hold no activations between calls: a micro-batch's are the caller's (BlockData), so a stage can
-// keep one set per micro-batch in flight. Scratch that lives only within one call is the block's own.
+// keep one set per micro-batch in flight. Memory that lives only within one call comes from the model's
+// Scratch, shared by its blocks, so a stage's working memory is its largest call's, not their sum.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "lib/core/batch.h"
+#include "models/buffer.h"
 
 namespace dp {
 
@@ -80,6 +82,24 @@ struct ActivationCarve {
     p += n * per_sample;
     return at;
   }
+};
+
+// Working memory of one block call (a forward or a backward), shared by all the blocks of a model: a call
+// asks for all it needs at its start, carves it, and leaves nothing there that a later call needs (but
+// the last forward's results, until the next call: a GPT head's logits).
+class Scratch {
+ public:
+  explicit Scratch(const Kernels& k) : buf_(k) {}
+  // At least `count` floats (their contents are lost when it grows); valid until the next call.
+  float* floats(int64_t count) {
+    buf_.grow(size_t(count));
+    return buf_.data();
+  }
+  // n samples of `per_sample` floats each, to carve tensor after tensor.
+  ActivationCarve carve(int64_t n, int64_t per_sample) { return {floats(n * per_sample), n}; }
+
+ private:
+  Buffer<float> buf_;
 };
 
 class Block {

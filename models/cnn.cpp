@@ -68,7 +68,7 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
     const int64_t spatial = conv.shape.out_height() * conv.shape.out_width();
     const NormLayout norm = add_norm(prefix + ".norm", cout, spatial);
     add_simple(prefix + ".relu", "relu", cout * spatial, double(cout * spatial));
-    blocks_.push_back(make_plain_unit(prefix, conv, norm, blocks_.empty(), workspace_, k));
+    blocks_.push_back(make_plain_unit(prefix, conv, norm, blocks_.empty(), workspace_, scratch_, k));
     return conv;
   };
 
@@ -93,13 +93,13 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
       const NormLayout norm2 = add_norm(prefix + ".norm2", c, h * w);
       add_simple(prefix + ".add", "add", 0, double(size));  // writes into relu2's buffer
       add_simple(prefix + ".relu2", "relu", size, double(size));
-      blocks_.push_back(make_residual_unit(prefix, conv1, norm1, conv2, norm2, workspace_, k));
+      blocks_.push_back(make_residual_unit(prefix, conv1, norm1, conv2, norm2, workspace_, scratch_, k));
     }
   }
   add_simple("pool", "pool", c, double(c * h * w));
   const int64_t classes = shape.classes;
   layers_.push_back({"fc", "linear", offset, classes * c + classes, classes, 2.0 * double(c * classes)});
-  blocks_.push_back(make_cnn_head(c, h * w, classes, offset, k));
+  blocks_.push_back(make_cnn_head(c, h * w, classes, offset, scratch_, k));
   uniform.push_back({offset, classes * c + classes, c});
   offset += classes * c + classes;
 

@@ -1,6 +1,8 @@
 // The CNN's blocks, forward and backward side by side (cnn_blocks.h).
 #include "models/cnn_blocks.h"
 
+#include <algorithm>
+
 namespace dp {
 namespace {
 
@@ -11,12 +13,13 @@ double conv_flops(const cpu::ConvShape& s) {
 // conv3x3 -> norm -> ReLU. Saved: the conv's output, the norm's mean and rstd per sample.
 class PlainUnit final : public Block {
  public:
-  PlainUnit(BlockShape s, ConvLayout conv, NormLayout norm, bool first, Buffer<float>& ws, const Kernels& k)
-      : Block(std::move(s)), conv_(conv), norm_(norm), first_(first), ws_(ws), k_(k), scratch_(k) {}
+  PlainUnit(BlockShape s, ConvLayout conv, NormLayout norm, bool first, Buffer<float>& ws, Scratch& scratch,
+            const Kernels& k)
+      : Block(std::move(s)), conv_(conv), norm_(norm), first_(first), ws_(ws), scratch_(scratch), k_(k) {}
 
   StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
     h.needed(shape().param_offset + shape().param_count);
-    ActivationCarve c = saved(d);
+    ActivationCarve c = d.saved ? ActivationCarve{d.saved, d.n} : scratch_.carve(d.n, shape().saved_floats);
     float *c1 = c.take(out()), *mean = c.take(1), *rstd = c.take(1);
     conv_.shape.n = d.n;
     k_.conv2d_forward(conv_.shape, d.x, w.p(conv_.w_offset), w.p(conv_.b_offset), c1, ws_.data());
@@ -29,8 +32,7 @@ class PlainUnit final : public Block {
                 const BlockHooks& h) override {
     ActivationCarve c{d.saved, d.n};
     const float *c1 = c.take(out()), *mean = c.take(1), *rstd = c.take(1);
-    scratch_.grow(size_t(d.n * out()));
-    float* t = scratch_.data();
+    float* t = scratch_.floats(d.n * out());
     conv_.shape.n = d.n;
     k_.norm2d_backward(c1, w.p(norm_.g_offset), mean, rstd, dy, d.y, t, w.g(norm_.g_offset), w.g(norm_.b_offset),
                        d.n, norm_.channels, norm_.spatial, accumulate);
@@ -41,19 +43,13 @@ class PlainUnit final : public Block {
 
  private:
   int64_t out() const { return shape().out_floats; }
-  // The saved activations' place: the caller's, or (evaluation) scratch.
-  ActivationCarve saved(const BlockData& d) {
-    if (d.saved) return {d.saved, d.n};
-    scratch_.grow(size_t(d.n * shape().saved_floats));
-    return {scratch_.data(), d.n};
-  }
 
   ConvLayout conv_;
   NormLayout norm_;
   bool first_;
   Buffer<float>& ws_;
+  Scratch& scratch_;
   const Kernels& k_;
-  Buffer<float> scratch_;
 };
 
 // conv3x3 -> norm -> ReLU -> conv3x3 -> norm, + the input, ReLU. Saved: c1, h1 = ReLU(norm1(c1)), c2 and
@@ -61,13 +57,13 @@ class PlainUnit final : public Block {
 class ResidualUnit final : public Block {
  public:
   ResidualUnit(BlockShape s, ConvLayout c1, NormLayout n1, ConvLayout c2, NormLayout n2, Buffer<float>& ws,
-               const Kernels& k)
-      : Block(std::move(s)), conv1_(c1), conv2_(c2), norm1_(n1), norm2_(n2), ws_(ws), k_(k), scratch_(k) {}
+               Scratch& scratch, const Kernels& k)
+      : Block(std::move(s)), conv1_(c1), conv2_(c2), norm1_(n1), norm2_(n2), ws_(ws), scratch_(scratch), k_(k) {}
 
   StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
     h.needed(shape().param_offset + shape().param_count);
     const int64_t size = shape().out_floats;
-    ActivationCarve c = d.saved ? ActivationCarve{d.saved, d.n} : scratch(d.n, shape().saved_floats);
+    ActivationCarve c = d.saved ? ActivationCarve{d.saved, d.n} : scratch_.carve(d.n, shape().saved_floats);
     float *c1 = c.take(size), *h1 = c.take(size), *c2 = c.take(size);
     float *mean1 = c.take(1), *rstd1 = c.take(1), *mean2 = c.take(1), *rstd2 = c.take(1);
     conv1_.shape.n = conv2_.shape.n = d.n;
@@ -88,7 +84,7 @@ class ResidualUnit final : public Block {
     ActivationCarve c{d.saved, d.n};
     const float *c1 = c.take(size), *h1 = c.take(size), *c2 = c.take(size);
     const float *mean1 = c.take(1), *rstd1 = c.take(1), *mean2 = c.take(1), *rstd2 = c.take(1);
-    ActivationCarve t = scratch(d.n, 3 * size);
+    ActivationCarve t = scratch_.carve(d.n, 3 * size);
     float *dsum = t.take(size), *t1 = t.take(size), *t2 = t.take(size);
     conv1_.shape.n = conv2_.shape.n = d.n;
     // y = ReLU(norm2(c2) + x): dsum is the gradient of the sum, shared by both branches.
@@ -106,46 +102,38 @@ class ResidualUnit final : public Block {
   }
 
  private:
-  ActivationCarve scratch(int64_t n, int64_t per_sample) {
-    scratch_.grow(size_t(n * per_sample));
-    return {scratch_.data(), n};
-  }
-
   ConvLayout conv1_, conv2_;
   NormLayout norm1_, norm2_;
   Buffer<float>& ws_;
+  Scratch& scratch_;
   const Kernels& k_;
-  Buffer<float> scratch_;
 };
 
 // Global average pooling -> linear -> softmax cross-entropy. Saved: the pooled features and
 // loss_scale * d(loss)/d(logits).
 class CnnHead final : public Block {
  public:
-  CnnHead(BlockShape s, int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset, const Kernels& k)
-      : Block(std::move(s)), c_(channels), spatial_(spatial), classes_(classes), w_offset_(w_offset), k_(k),
-        scratch_(k), logits_(k) {}
+  CnnHead(BlockShape s, int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset, Scratch& scratch,
+          const Kernels& k)
+      : Block(std::move(s)), c_(channels), spatial_(spatial), classes_(classes), w_offset_(w_offset),
+        scratch_(scratch), k_(k) {}
 
   StepStats forward(const ParamWindow& w, const BlockData& d, float loss_scale, const BlockHooks& h) override {
-    float* pooled = d.saved;
-    if (!pooled) {
-      scratch_.grow(size_t(d.n * c_));
-      pooled = scratch_.data();
-    }
-    logits_.grow(size_t(d.n * classes_));
+    ActivationCarve c = scratch_.carve(d.n, classes_ + (d.saved ? 0 : c_));
+    float* logits = c.take(classes_);
+    float* pooled = d.saved ? d.saved : c.take(c_);
     k_.global_avg_pool_forward(d.x, pooled, d.n, c_, spatial_);
     h.needed(shape().param_offset + shape().param_count);
-    k_.linear_forward(pooled, w.p(w_offset_), w.p(b_offset()), logits_.data(), d.n, c_, classes_);
+    k_.linear_forward(pooled, w.p(w_offset_), w.p(b_offset()), logits, d.n, c_, classes_);
     float* dlogits = d.saved ? d.saved + d.n * c_ : nullptr;
     const cpu::LossSums s =
-        k_.softmax_cross_entropy(logits_.data(), d.targets, dlogits, d.n, classes_, dlogits ? loss_scale : 1.0f);
+        k_.softmax_cross_entropy(logits, d.targets, dlogits, d.n, classes_, dlogits ? loss_scale : 1.0f);
     return {s.loss, s.correct, d.n};
   }
 
   void backward(const ParamWindow& w, const BlockData& d, const float*, float* dx, bool accumulate,
                 const BlockHooks& h) override {
-    scratch_.grow(size_t(d.n * c_));
-    float* dpooled = scratch_.data();
+    float* dpooled = scratch_.floats(d.n * c_);
     k_.linear_backward(d.saved, w.p(w_offset_), d.saved + d.n * c_, dpooled, w.g(w_offset_), w.g(b_offset()), d.n,
                        c_, classes_, accumulate);
     h.ready(w_offset_);
@@ -155,8 +143,8 @@ class CnnHead final : public Block {
  private:
   int64_t b_offset() const { return w_offset_ + classes_ * c_; }
   int64_t c_, spatial_, classes_, w_offset_;
+  Scratch& scratch_;
   const Kernels& k_;
-  Buffer<float> scratch_, logits_;
 };
 
 BlockShape unit_shape(const std::string& name, const char* kind, int64_t first_offset, int64_t end,
@@ -174,30 +162,30 @@ BlockShape unit_shape(const std::string& name, const char* kind, int64_t first_o
 }  // namespace
 
 std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv, NormLayout norm, bool first,
-                                       Buffer<float>& workspace, const Kernels& k) {
+                                       Buffer<float>& workspace, Scratch& scratch, const Kernels& k) {
   BlockShape s = unit_shape(name, "conv_norm_relu", conv.w_offset, norm.b_offset + norm.channels, conv);
   s.saved_floats = s.out_floats + 2;
   s.scratch_floats = s.out_floats;
   const double conv_f = conv_flops(conv.shape), elementwise = 6.0 * double(s.out_floats);
   s.forward_flops = conv_f + elementwise;
   s.backward_flops = conv_f * (first ? 1 : 2) + 2 * elementwise;
-  return std::make_unique<PlainUnit>(s, conv, norm, first, workspace, k);
+  return std::make_unique<PlainUnit>(s, conv, norm, first, workspace, scratch, k);
 }
 
 std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout conv1, NormLayout norm1,
                                           ConvLayout conv2, NormLayout norm2, Buffer<float>& workspace,
-                                          const Kernels& k) {
+                                          Scratch& scratch, const Kernels& k) {
   BlockShape s = unit_shape(name, "residual", conv1.w_offset, norm2.b_offset + norm2.channels, conv1);
   s.saved_floats = 3 * s.out_floats + 4;
   s.scratch_floats = 3 * s.out_floats;
   const double convs = conv_flops(conv1.shape) + conv_flops(conv2.shape), elementwise = 14.0 * double(s.out_floats);
   s.forward_flops = convs + elementwise;
   s.backward_flops = 2 * convs + 2 * elementwise;
-  return std::make_unique<ResidualUnit>(s, conv1, norm1, conv2, norm2, workspace, k);
+  return std::make_unique<ResidualUnit>(s, conv1, norm1, conv2, norm2, workspace, scratch, k);
 }
 
 std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset,
-                                     const Kernels& k) {
+                                     Scratch& scratch, const Kernels& k) {
   BlockShape s;
   s.name = "head";
   s.kind = "pool_linear_loss";
@@ -205,10 +193,10 @@ std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t 
   s.param_count = classes * channels + classes;
   s.in_floats = channels * spatial;
   s.saved_floats = channels + classes;
-  s.scratch_floats = channels + classes;
+  s.scratch_floats = std::max(channels, classes);  // the logits in forward, the pooled gradient in backward
   s.forward_flops = double(channels * spatial) + 2.0 * double(channels * classes) + 5.0 * double(classes);
   s.backward_flops = double(channels * spatial) + 4.0 * double(channels * classes);
-  return std::make_unique<CnnHead>(s, channels, spatial, classes, w_offset, k);
+  return std::make_unique<CnnHead>(s, channels, spatial, classes, w_offset, scratch, k);
 }
 
 }  // namespace dp

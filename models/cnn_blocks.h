@@ -23,14 +23,15 @@ struct NormLayout {
   int64_t g_offset = 0, b_offset = 0;
 };
 
-// `workspace` (the convolutions' CPU scratch, of at least every conv's conv2d_workspace floats) is shared
-// by the blocks and must outlive them. first: the model's first block (no input gradient).
+// `workspace` (the convolutions' CPU scratch, of at least every conv's conv2d_workspace floats) and
+// `scratch` (the blocks' working memory) are shared by the blocks and must outlive them. first: the
+// model's first block (no input gradient).
 std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv, NormLayout norm, bool first,
-                                       Buffer<float>& workspace, const Kernels& k);
+                                       Buffer<float>& workspace, Scratch& scratch, const Kernels& k);
 std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout conv1, NormLayout norm1,
                                           ConvLayout conv2, NormLayout norm2, Buffer<float>& workspace,
-                                          const Kernels& k);
+                                          Scratch& scratch, const Kernels& k);
 std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset,
-                                     const Kernels& k);
+                                     Scratch& scratch, const Kernels& k);
 
 }  // namespace dp

@@ -136,8 +136,8 @@ Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
   blocks_.push_back(make_gpt_embedding(dims, wte, wpe, tied_, k));
   for (size_t l = 0; l < layouts.size(); ++l)
     blocks_.push_back(make_gpt_layer(fmt::format("h{}", l), dims, layouts[l],
-                                     l + 1 < layouts.size() ? layouts[l + 1].ln1_g : lnf_g, k));
-  auto head = std::make_unique<GptHead>(dims, lnf_g, head_w, tied_, off, k);
+                                     l + 1 < layouts.size() ? layouts[l + 1].ln1_g : lnf_g, scratch_, k));
+  auto head = std::make_unique<GptHead>(dims, lnf_g, head_w, tied_, off, scratch_, k);
   head_ = head.get();
   blocks_.push_back(std::move(head));
 }

@@ -27,10 +27,12 @@ class Gpt final : public Model {
   int64_t targets_per_sample() const override { return t_; }
   std::string describe() const override;
 
-  // The (n, T, V) logits of the last forward pass (for sampling and tests), copied to the host.
+  // The (n, T, V) logits of the last forward pass (for sampling and tests: evaluate(), whose last call
+  // is the head's forward), copied to the host.
   std::vector<float> logits() const {
+    DP_CHECK(head_->logits(), "logits of a forward pass the head's backward has not yet overwritten");
     std::vector<float> host(size_t(head_->logits_samples() * t_ * v_));
-    head_->logits().download(std::span<float>(host));
+    k_.download(host.data(), head_->logits(), host.size() * sizeof(float));
     return host;
   }
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dp {
 namespace {
 
@@ -39,8 +41,8 @@ class Embedding final : public Block {
 // x -> res1 = x + proj(attention(qkv(ln1(x)))) -> y = res1 + fc_proj(gelu(fc(ln2(res1)))).
 class Layer final : public Block {
  public:
-  Layer(BlockShape s, const GptDims& dims, const GptLayerLayout& l, const Kernels& k)
-      : Block(std::move(s)), d_(dims), l_(l), k_(k), scratch_(k), att_scratch_(k) {}
+  Layer(BlockShape s, const GptDims& dims, const GptLayerLayout& l, Scratch& scratch, const Kernels& k)
+      : Block(std::move(s)), d_(dims), l_(l), scratch_(scratch), k_(k) {}
 
   struct Saved {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res1, *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu;
@@ -61,11 +63,10 @@ class Layer final : public Block {
   StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
     h.needed(shape().param_offset + shape().param_count);
     const int64_t N = d.n * d_.t, C = d_.c;
-    float* base = d.saved;
-    scratch_.grow(size_t(d.n * (d.saved ? d_.t * C : shape().saved_floats + d_.t * C)));
-    if (!base) base = scratch_.data() + d.n * d_.t * C;
-    const Saved a = carve(base, d.n);
-    float* tmp = scratch_.data();  // projection outputs before the residual add
+    // Projection outputs before the residual add; and the saved activations when the caller keeps none.
+    ActivationCarve c = scratch_.carve(d.n, d_.t * C + (d.saved ? 0 : shape().saved_floats));
+    float* tmp = c.take(d_.t * C);
+    const Saved a = carve(d.saved ? d.saved : c.take(shape().saved_floats), d.n);
     k_.layernorm_forward(d.x, w.p(l_.ln1_g), w.p(l_.ln1_b), a.ln1, a.ln1_mean, a.ln1_rstd, N, C);
     k_.linear_forward(a.ln1, w.p(l_.qkv_w), w.p(l_.qkv_b), a.qkv, N, C, 3 * C);
     k_.attention_forward(a.qkv, a.att, a.atty, d.n, d_.t, C, d_.nh);
@@ -83,13 +84,14 @@ class Layer final : public Block {
                 const BlockHooks& h) override {
     const int64_t N = d.n * d_.t, C = d_.c;
     const Saved a = carve(d.saved, d.n);
-    scratch_.grow(size_t(N * 9 * C));
-    ActivationCarve c{scratch_.data(), N};
+    const int64_t attention = k_.attention_scratch(d_.t, d_.nh);
+    float* base = scratch_.floats(N * 9 * C + attention);
+    ActivationCarve c{base, N};
     float *dres = c.take(C), *dtmp = c.take(C), *dqkv = c.take(3 * C), *dfch = c.take(4 * C);
+    float* att_scratch = c.p;
     if (dx) dres = dx;  // the residual stream's gradient, built in place: dy, then what each branch adds
     k_.zero(dres, size_t(N * C) * sizeof(float));
     k_.add(dres, dy, dres, N * C);
-    att_scratch_.grow(size_t(k_.attention_scratch(d_.t, d_.nh)));
     // MLP: y = res1 + fc_proj(gelu(fc(ln2(res1))))
     k_.linear_backward(a.fch_gelu, w.p(l_.fcp_w), dres, dfch, w.g(l_.fcp_w), w.g(l_.fcp_b), N, 4 * C, C, accumulate);
     k_.gelu_backward(a.fch, dfch, dfch, N * 4 * C);
@@ -98,7 +100,7 @@ class Layer final : public Block {
                           N, C, accumulate);
     // Attention: res1 = x + proj(attention(qkv(ln1(x))))
     k_.linear_backward(a.atty, w.p(l_.proj_w), dres, dtmp, w.g(l_.proj_w), w.g(l_.proj_b), N, C, C, accumulate);
-    k_.attention_backward(a.qkv, a.att, dtmp, dqkv, att_scratch_.data(), d.n, d_.t, C, d_.nh);
+    k_.attention_backward(a.qkv, a.att, dtmp, dqkv, att_scratch, d.n, d_.t, C, d_.nh);
     k_.linear_backward(a.ln1, w.p(l_.qkv_w), dqkv, dtmp, w.g(l_.qkv_w), w.g(l_.qkv_b), N, C, 3 * C, accumulate);
     k_.layernorm_backward(d.x, w.p(l_.ln1_g), a.ln1_mean, a.ln1_rstd, dtmp, dres, w.g(l_.ln1_g), w.g(l_.ln1_b), N,
                           C, accumulate);
@@ -108,8 +110,8 @@ class Layer final : public Block {
  private:
   GptDims d_;
   GptLayerLayout l_;
+  Scratch& scratch_;
   const Kernels& k_;
-  Buffer<float> scratch_, att_scratch_;
 };
 
 }  // namespace
@@ -129,7 +131,7 @@ std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int6
 }
 
 std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& dims, const GptLayerLayout& l,
-                                      int64_t end, const Kernels& k) {
+                                      int64_t end, Scratch& scratch, const Kernels& k) {
   const double T = double(dims.t), C = double(dims.c), NH = double(dims.nh);
   BlockShape s;
   s.name = name;
@@ -138,16 +140,17 @@ std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& di
   s.param_count = end - l.ln1_g;
   s.in_floats = s.out_floats = dims.t * dims.c;
   s.saved_floats = Layer::saved_per_sample(dims);
-  s.scratch_floats = 9 * dims.t * dims.c;
+  s.scratch_floats = 9 * dims.t * dims.c;  // backward's (forward takes T C), and attention's T^2 per call
   // Matmuls 2 T C (3C + C + 4C + 4C); attention's two T x T products and softmax; norms, GELU, adds.
   const double matmul = 2.0 * T * C * 12.0 * C, attention = 4.0 * T * T * C + 5.0 * NH * T * T;
   const double elementwise = 16.0 * T * C + 40.0 * T * C;
   s.forward_flops = matmul + attention + elementwise;
   s.backward_flops = 2.0 * (matmul + attention) + 2.0 * elementwise;
-  return std::make_unique<Layer>(s, dims, l, k);
+  return std::make_unique<Layer>(s, dims, l, scratch, k);
 }
 
-GptHead::GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, int64_t end, const Kernels& k)
+GptHead::GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, int64_t end, Scratch& scratch,
+                 const Kernels& k)
     : Block([&] {
         BlockShape s;
         s.name = "head";
@@ -157,13 +160,13 @@ GptHead::GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, 
         if (tied) s.shared_offset = head_w, s.shared_count = dims.v * dims.c;
         s.in_floats = dims.t * dims.c;
         s.saved_floats = dims.t * dims.c + 2 * dims.t + dims.t * dims.v;
-        s.scratch_floats = dims.t * dims.v + dims.t * dims.c;
+        s.scratch_floats = std::max(dims.t * dims.v, 2 * dims.t * dims.c);  // the logits; backward's gradients
         const double T = double(dims.t), C = double(dims.c), V = double(dims.v);
         s.forward_flops = 8.0 * T * C + 2.0 * T * C * V + 5.0 * T * V;
         s.backward_flops = 8.0 * T * C + 4.0 * T * C * V;
         return s;
       }()),
-      dims_(dims), lnf_g_(lnf_g), head_w_(head_w), k_(k), scratch_(k), logits_(k), zero_bias_(k), dbias_(k) {
+      dims_(dims), lnf_g_(lnf_g), head_w_(head_w), scratch_(scratch), k_(k), zero_bias_(k), dbias_(k) {
   zero_bias_.grow(size_t(dims.v));
   zero_bias_.zero();
   dbias_.grow(size_t(dims.v));
@@ -172,20 +175,18 @@ GptHead::GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, 
 StepStats GptHead::forward(const ParamWindow& w, const BlockData& d, float loss_scale, const BlockHooks& h) {
   const int64_t N = d.n * dims_.t, C = dims_.c, V = dims_.v;
   h.needed(shape().param_offset + shape().param_count);
-  float* base = d.saved;
-  if (!base) {
-    scratch_.grow(size_t(d.n * shape().saved_floats));
-    base = scratch_.data();
-  }
-  ActivationCarve c{base, d.n};
+  // The logits first in the call's scratch (they stay readable until the next call), then, when the
+  // caller keeps nothing, what backward would read.
+  const int64_t kept = dims_.t * C + 2 * dims_.t;
+  ActivationCarve s_c = scratch_.carve(d.n, dims_.t * V + (d.saved ? 0 : kept));
+  logits_ = s_c.take(dims_.t * V);
+  ActivationCarve c = d.saved ? ActivationCarve{d.saved, d.n} : s_c;
   float *lnf = c.take(dims_.t * C), *mean = c.take(dims_.t), *rstd = c.take(dims_.t);
   float* dlogits = d.saved ? c.take(dims_.t * V) : nullptr;
-  logits_.grow(size_t(N * V));
   n_ = d.n;
   k_.layernorm_forward(d.x, w.p(lnf_g_), w.p(lnf_g_ + C), lnf, mean, rstd, N, C);
-  k_.linear_forward(lnf, w.p(head_w_), zero_bias_.data(), logits_.data(), N, C, V);
-  const cpu::LossSums s =
-      k_.softmax_cross_entropy(logits_.data(), d.targets, dlogits, N, V, dlogits ? loss_scale : 1.0f);
+  k_.linear_forward(lnf, w.p(head_w_), zero_bias_.data(), logits_, N, C, V);
+  const cpu::LossSums s = k_.softmax_cross_entropy(logits_, d.targets, dlogits, N, V, dlogits ? loss_scale : 1.0f);
   return {s.loss, s.correct, N};
 }
 
@@ -195,9 +196,9 @@ void GptHead::backward(const ParamWindow& w, const BlockData& d, const float*, f
   ActivationCarve c{d.saved, d.n};
   const float *lnf = c.take(dims_.t * C), *mean = c.take(dims_.t), *rstd = c.take(dims_.t);
   const float* dlogits = c.take(dims_.t * V);
-  scratch_.grow(size_t(N * 2 * C));
-  float* dlnf = scratch_.data();
-  float* dres = dx ? dx : scratch_.data() + N * C;
+  float* dlnf = scratch_.floats(N * 2 * C);
+  float* dres = dx ? dx : dlnf + N * C;
+  logits_ = nullptr;  // the scratch is this call's now
   // The LM head's weights: their own gradient, or (tied) the token embedding's, which the embedding adds to.
   k_.linear_backward(lnf, w.p(head_w_), dlogits, dlnf, w.g(head_w_), dbias_.data(), N, C, V, accumulate);
   k_.zero(dres, size_t(N * C) * sizeof(float));  // layernorm_backward adds into it

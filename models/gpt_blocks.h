@@ -30,25 +30,30 @@ struct GptDims {
 
 std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int64_t wpe, bool tied,
                                           const Kernels& k);
+// Its working memory in `scratch` (which must outlive it), as the head's.
 std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& dims, const GptLayerLayout& l,
-                                      int64_t end, const Kernels& k);
+                                      int64_t end, Scratch& scratch, const Kernels& k);
 
-// The head; its last forward's logits stay readable (for sampling and tests).
+// The head; its last forward's logits stay readable (for sampling and tests) until the model's next
+// block call.
 class GptHead final : public Block {
  public:
-  GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, int64_t end, const Kernels& k);
+  GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, int64_t end, Scratch& scratch,
+          const Kernels& k);
   StepStats forward(const ParamWindow& w, const BlockData& d, float loss_scale, const BlockHooks& h) override;
   void backward(const ParamWindow& w, const BlockData& d, const float* dy, float* dx, bool accumulate,
                 const BlockHooks& h) override;
-  const Buffer<float>& logits() const { return logits_; }  // (n, T, V)
+  const float* logits() const { return logits_; }  // (n, T, V) in the backend's memory; null once gone
   int64_t logits_samples() const { return n_; }
 
  private:
   GptDims dims_;
   int64_t lnf_g_, head_w_;
+  Scratch& scratch_;
   const Kernels& k_;
   int64_t n_ = 0;
-  Buffer<float> scratch_, logits_, zero_bias_, dbias_;
+  float* logits_ = nullptr;  // in the scratch, from the last forward
+  Buffer<float> zero_bias_, dbias_;
 };
 
 }  // namespace dp

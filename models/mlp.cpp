@@ -25,7 +25,7 @@ Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, 
                                  double(out)});
     offset += out * in + out;
   }
-  blocks_ = make_mlp_blocks(widths, k);
+  blocks_ = make_mlp_blocks(widths, scratch_, k);
   std::vector<float> init(size_t(offset), 0.0f);
   for (size_t l = 0; l < dense_.size(); ++l) {
     const DenseLayout& d = dense_[l];

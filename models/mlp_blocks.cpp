@@ -25,22 +25,21 @@ namespace {
 // into scratch for its matmul, in forward and again in backward, so it keeps nothing but its input.
 class LinearBlock : public Block {
  public:
-  LinearBlock(BlockShape shape, DenseLayout d, bool relu_in, const Kernels& k)
-      : Block(std::move(shape)), d_(d), relu_in_(relu_in), k_(k), act_(k), dact_(k) {}
+  LinearBlock(BlockShape shape, DenseLayout d, bool relu_in, Scratch& scratch, const Kernels& k)
+      : Block(std::move(shape)), d_(d), relu_in_(relu_in), scratch_(scratch), k_(k) {}
 
   StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
-    linear(w, input(d.x, d.n), d.y, d.n, h);
+    ActivationCarve c = scratch_.carve(d.n, relu_in_ ? d_.in : 0);
+    linear(w, input(d.x, d.n, c), d.y, d.n, h);
     return {};
   }
 
   void backward(const ParamWindow& w, const BlockData& d, const float* dy, float* dx, bool accumulate,
                 const BlockHooks& h) override {
-    const float* a = input(d.x, d.n);
-    float* da = dx;
-    if (relu_in_ && dx) {
-      dact_.grow(size_t(d.n * d_.in));
-      da = dact_.data();
-    }
+    const bool relu_grad = relu_in_ && dx;
+    ActivationCarve c = scratch_.carve(d.n, (relu_in_ ? d_.in : 0) + (relu_grad ? d_.in : 0));
+    const float* a = input(d.x, d.n, c);
+    float* da = relu_grad ? c.take(d_.in) : dx;
     const auto rows = d_.slice_rows(h.slice_floats);
     if (rows.size() == 2) {
       k_.linear_backward(a, w.p(d_.w_offset), dy, da, w.g(d_.w_offset), w.g(d_.b_offset()), d.n, d_.in, d_.out,
@@ -75,32 +74,34 @@ class LinearBlock : public Block {
     }
     k_.linear_add_bias(w.p(d_.b_offset()), y, n, d_.out);
   }
-  // The Linear's input: x, or relu(x) in scratch.
-  const float* input(const float* x, int64_t n) {
+  // The Linear's input: x, or relu(x) in the call's scratch.
+  const float* input(const float* x, int64_t n, ActivationCarve& c) {
     if (!relu_in_) return x;
-    act_.grow(size_t(n * d_.in));
-    k_.relu_forward(x, act_.data(), n * d_.in);
-    return act_.data();
+    float* act = c.take(d_.in);
+    k_.relu_forward(x, act, n * d_.in);
+    return act;
   }
 
   DenseLayout d_;
   bool relu_in_;
+  Scratch& scratch_;
   const Kernels& k_;
-  Buffer<float> act_, dact_;
 };
 
 // ReLU -> Linear -> softmax cross-entropy: forward keeps loss_scale * d(loss)/d(logits) as its saved
 // activations; backward runs the Linear's backward from them.
 class HeadBlock final : public LinearBlock {
  public:
-  HeadBlock(BlockShape shape, DenseLayout d, bool relu_in, const Kernels& k)
-      : LinearBlock(std::move(shape), d, relu_in, k), logits_(k) {}
+  HeadBlock(BlockShape shape, DenseLayout d, bool relu_in, Scratch& scratch, const Kernels& k)
+      : LinearBlock(std::move(shape), d, relu_in, scratch, k) {}
 
   StepStats forward(const ParamWindow& w, const BlockData& d, float loss_scale, const BlockHooks& h) override {
-    logits_.grow(size_t(d.n * d_.out));
-    linear(w, input(d.x, d.n), logits_.data(), d.n, h);
+    ActivationCarve c = scratch_.carve(d.n, (relu_in_ ? d_.in : 0) + d_.out);
+    const float* a = input(d.x, d.n, c);
+    float* logits = c.take(d_.out);
+    linear(w, a, logits, d.n, h);
     const cpu::LossSums s =
-        k_.softmax_cross_entropy(logits_.data(), d.targets, d.saved, d.n, d_.out, d.saved ? loss_scale : 1.0f);
+        k_.softmax_cross_entropy(logits, d.targets, d.saved, d.n, d_.out, d.saved ? loss_scale : 1.0f);
     return {s.loss, s.correct, d.n};
   }
 
@@ -108,14 +109,12 @@ class HeadBlock final : public LinearBlock {
                 const BlockHooks& h) override {
     LinearBlock::backward(w, d, d.saved, dx, accumulate, h);
   }
-
- private:
-  Buffer<float> logits_;
 };
 
 }  // namespace
 
-std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& widths, const Kernels& k) {
+std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& widths, Scratch& scratch,
+                                                    const Kernels& k) {
   std::vector<std::unique_ptr<Block>> blocks;
   int64_t offset = 0;
   const size_t layers = widths.size() - 1;
@@ -130,13 +129,14 @@ std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& 
     s.in_floats = d.in;
     s.out_floats = head ? 0 : d.out;
     s.saved_floats = head ? d.out : 0;  // the head keeps its loss gradient
-    s.scratch_floats = (relu_in ? 2 * d.in : 0) + (head ? d.out : 0);
+    // relu(x) and its gradient in backward; relu(x) and the logits in the head's forward.
+    s.scratch_floats = std::max(relu_in ? 2 * d.in : 0, head ? (relu_in ? d.in : 0) + d.out : 0);
     const double matmul = 2.0 * double(d.in) * double(d.out);
     s.forward_flops = matmul + (relu_in ? double(d.in) : 0.0);
     // Weights' gradient, and the input's except in the first block (nobody needs the data's gradient).
     s.backward_flops = matmul * (l == 0 ? 1 : 2) + (relu_in ? 2.0 * double(d.in) : 0.0);
-    if (head) blocks.push_back(std::make_unique<HeadBlock>(s, d, relu_in, k));
-    else blocks.push_back(std::make_unique<LinearBlock>(s, d, relu_in, k));
+    if (head) blocks.push_back(std::make_unique<HeadBlock>(s, d, relu_in, scratch, k));
+    else blocks.push_back(std::make_unique<LinearBlock>(s, d, relu_in, scratch, k));
     offset = d.end();
   }
   return blocks;

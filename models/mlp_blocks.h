@@ -24,7 +24,9 @@ struct DenseLayout {
   int64_t slice_end(const std::vector<int64_t>& rows, size_t j) const;
 };
 
-// The blocks of an MLP of `widths` (features, hidden..., classes), parameters laid out in order from 0.
-std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& widths, const Kernels& k);
+// The blocks of an MLP of `widths` (features, hidden..., classes), parameters laid out in order from 0,
+// their working memory in `scratch` (which must outlive them).
+std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& widths, Scratch& scratch,
+                                                    const Kernels& k);
 
 }  // namespace dp

@@ -34,7 +34,7 @@ struct LayerInfo {
 class Model {
  public:
   explicit Model(const Kernels& k)
-      : k_(k), params_(k), grads_(k), block_saved_(k), block_dx_a_(k), block_dx_b_(k) {}
+      : k_(k), scratch_(k), params_(k), grads_(k), block_saved_(k), block_dx_a_(k), block_dx_b_(k) {}
   virtual ~Model() = default;
 
   virtual std::string type() const = 0;
@@ -118,6 +118,7 @@ class Model {
 
   const Kernels& k_;
   std::vector<LayerInfo> layers_;
+  Scratch scratch_;  // the blocks' working memory (before blocks_: they refer to it)
   std::vector<std::unique_ptr<Block>> blocks_;
   int64_t hook_slice_ = 0;
   Buffer<float> params_;

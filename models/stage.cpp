@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lib/core/error.h"
 
 namespace dp {
@@ -19,6 +21,7 @@ Stage::Stage(Model& model, int first, int last, int slots, std::vector<bool> rec
     const BlockShape& s = model.block(b).shape();
     DP_CHECK(s.param_offset == end_, "blocks' parameters laid out in order");
     end_ += s.param_count;
+    if (b > first) inner_floats_ = std::max(inner_floats_, s.in_floats);
   }
   for (int b = first; b <= last; ++b) {
     const BlockShape& s = model.block(b).shape();
@@ -120,8 +123,8 @@ void Stage::backward(int slot, const float* dy, float* dx, bool accumulate, cons
     if (recompute_[size_t(i)] && block.shape().saved_floats > 0) block.forward(window(), d, s.loss_scale, none);
     float* dx_i = dx;
     if (i > 0) {
-      Buffer<float>& buf = i % 2 == 0 ? dbuf_a_ : dbuf_b_;
-      buf.grow(size_t(s.n * block.shape().in_floats));
+      Buffer<float>& buf = i % 2 == 0 ? dbuf_a_ : dbuf_b_;  // the largest inner gradient, both alike
+      buf.grow(size_t(s.n * inner_floats_));
       dx_i = buf.data();
     }
     block.backward(window(), d, dy_i, dx_i, accumulate, hooks);

@@ -77,7 +77,8 @@ class Stage {
   Buffer<float> params_, grads_;
   std::vector<Slot> slots_;
   Buffer<float> rebuilt_;  // a recomputed block's saved activations, for its backward
-  Buffer<float> dbuf_a_, dbuf_b_;
+  Buffer<float> dbuf_a_, dbuf_b_;  // the gradients between its blocks: the one coming in, the one going out
+  int64_t inner_floats_ = 0;       // per sample: the largest of them
 };
 
 }  // namespace dp

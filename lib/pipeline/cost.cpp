@@ -32,27 +32,30 @@ std::vector<int64_t> micro_batch_shares(const Cluster& c, const std::vector<int>
 double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
                          const std::vector<int>& recompute) {
   // Kept per sample of a micro-batch in flight: every block's saved activations (its input and what
-  // its backward reads besides), but only the input of a recomputed block; the transient peak is the
-  // worst block's working memory, plus, for a recomputed block, what it dropped and rebuilds for its
-  // backward.
-  double kept = Prefix::sum(p.saved, first, last), transient = 0;
+  // its backward reads besides), but only the input of a recomputed block. Working memory, once: the
+  // blocks share one scratch (the largest block's), and a recomputed block rebuilds what it dropped into
+  // one more buffer (the largest such).
+  double kept = Prefix::sum(p.saved, first, last), work = 0, rebuilt = 0, inner = 0;
   size_t next = 0;
   for (int b = first; b <= last; ++b) {
     const auto& blk = w.blocks[size_t(b)];
-    const bool rec = next < recompute.size() && recompute[next] == b;
-    if (rec) {
+    if (next < recompute.size() && recompute[next] == b) {
       ++next;
       kept += w.input_bytes_of(b) - blk.saved_bytes;
+      rebuilt = std::max(rebuilt, blk.saved_bytes - w.input_bytes_of(b));
     }
-    transient = std::max(transient, blk.work_bytes + (rec ? std::max(0.0, blk.saved_bytes - w.input_bytes_of(b)) : 0.0));
+    work = std::max(work, blk.work_bytes);
+    if (b > first) inner = std::max(inner, w.input_bytes_of(b));
   }
   // A stage that sends on keeps its output with each micro-batch (the tensor to send, and what a ReLU's
-  // backward reads); once per device it holds the gradients exchanged, of its input and its output.
+  // backward reads); once per device it holds the gradients exchanged with its neighbours (of its input,
+  // but for the first stage, and of its output) and those between its own blocks (the one coming in and
+  // the one going out: two of the largest, one when it has two blocks).
   const int n = int(w.blocks.size());
   const double out = last + 1 < n ? w.blocks[size_t(last)].output_bytes : 0.0;
-  const double gradients = w.input_bytes_of(first) + out;
+  const double gradients = (first > 0 ? w.input_bytes_of(first) : 0.0) + out + double(std::min(2, last - first)) * inner;
   return w.state_per_param_byte * Prefix::sum(p.params, first, last) +
-         double(share) * (double(in_flight) * (kept + out) + transient + gradients);
+         double(share) * (double(in_flight) * (kept + out) + work + rebuilt + gradients);
 }
 
 StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,

@@ -137,7 +137,9 @@ class Heuristic {
       const auto& blk = h_.w_.blocks[size_t(e)];
       const double input = h_.w_.input_bytes_of(e);
       kept_ += std::min(input, blk.saved_bytes);
-      transient_ = std::max(transient_, blk.work_bytes + std::max(0.0, blk.saved_bytes - input));
+      work_ = std::max(work_, blk.work_bytes);
+      rebuilt_ = std::max(rebuilt_, blk.saved_bytes - input);
+      if (e > a_) inner_ = std::max(inner_, input);
       fits_ = true;
       if (!h_.respect_) return true;
       const double params = h_.w_.state_per_param_byte * Prefix::sum(h_.p_.params, a_, e);
@@ -146,8 +148,9 @@ class Heuristic {
         const double memory = h_.c_.rank(ranks_[i]).memory_gb * 1e9;
         if (memory <= 0) continue;
         const double share = double(info_.shares[i]);
-        const double growing = params + share * (double(info_.in_flight) * kept_ + transient_ +
-                                                 h_.w_.input_bytes_of(a_));
+        const double growing = params + share * (double(info_.in_flight) * kept_ + work_ + rebuilt_ +
+                                                 double(std::min(2, e - a_)) * inner_ +
+                                                 (a_ > 0 ? h_.w_.input_bytes_of(a_) : 0.0));
         if (growing > memory) return false;
         if (growing + share * double(info_.in_flight + 1) * out > memory) fits_ = false;
       }
@@ -160,7 +163,7 @@ class Heuristic {
     const std::vector<int>& ranks_;
     const StageInfo& info_;
     const int a_;
-    double kept_ = 0, transient_ = 0;
+    double kept_ = 0, work_ = 0, rebuilt_ = 0, inner_ = 0;
     bool fits_ = true;
   };
 

@@ -13,8 +13,9 @@
 // reduces its gradients (ring allreduce over its devices) once its last backward is done, while the
 // stages before it still drain, and only what sticks out of that drain adds to T. Memory per device:
 // parameters, gradients and optimizer state, activations kept for min(M, stages after it + 1)
-// micro-batches in flight (a recomputed block keeps only its input), the largest block's transient
-// memory, and the boundary buffers. With equal devices, one bandwidth, no latencies and M -> infinity,
+// micro-batches in flight (a recomputed block keeps only its input), the largest block's working memory
+// (the blocks share one) and what the largest recomputed block rebuilds, and the gradient buffers (to
+// and from the neighbours, and between the stage's blocks): what a stage's buffers hold (tested). With equal devices, one bandwidth, no latencies and M -> infinity,
 // T / M is PipeDream's objective for a straight pipeline (the slowest stage or link).
 //
 // Planners: exact (a dynamic program over block ranges, device sets and positions, keeping the Pareto

@@ -4,7 +4,8 @@
 // of the stage fits. A device holding `share` samples of a micro-batch needs
 //     resident + share * (in_flight * (kept - sum over R of gain_b) + max_b (work_b + [b in R] gain_b))
 // where gain_b = saved_b - input_b (what it drops, and rebuilds for its backward). For a bound tau on
-// the transient term the blocks with work_b + gain_b <= tau may join R and the rest is a covering knapsack (gain at least the need, least
+// the transient term (the largest work_b, plus the largest gain_b in R, rebuilt for its backward) the blocks
+// with max work + gain_b <= tau may join R and the rest is a covering knapsack (gain at least the need, least
 // time), solved by branch and bound with the fractional bound; every tau that can be the transient is
 // tried, so the answer is exact unless the search's node budget runs out (it then keeps the best found,
 // the greedy descent at the least). Stages of up to 12 blocks simply try every subset.
@@ -108,7 +109,7 @@ bool detail::cheapest_recompute(const Workload& w, const Prefix& p, const Cluste
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&](int a, int b) { return gain(a) * cost(b) > gain(b) * cost(a); });
     std::vector<double> taus{max_work};
-    for (int b : candidates) taus.push_back(std::max(max_work, w.blocks[size_t(b)].work_bytes + gain(b)));
+    for (int b : candidates) taus.push_back(max_work + gain(b));
     std::sort(taus.begin(), taus.end());
     taus.erase(std::unique(taus.begin(), taus.end()), taus.end());
     const std::vector<int> none;
@@ -129,7 +130,7 @@ bool detail::cheapest_recompute(const Workload& w, const Prefix& p, const Cluste
       std::vector<double> g, k;
       std::vector<int> items;
       for (int b : candidates)
-        if (std::max(max_work, w.blocks[size_t(b)].work_bytes + gain(b)) <= tau)
+        if (max_work + gain(b) <= tau)
           items.push_back(b), g.push_back(gain(b)), k.push_back(cost(b));
       std::vector<char> take;
       const double t = CoverSearch(g, k, need * (1 + 1e-12), nodes_left).solve(take);

@@ -124,7 +124,7 @@ fi
 
 # 4. Memory: recomputation under a limit the plain layout exceeds; nothing fits below the parameters.
 if "$DPTRAIN" plan job.toml --profile "$PROFILE" --set train.global_batch=256 --profile-batch 128 --micro-batches 2 \
-  --set 'cluster.memory_gb=[1.2,1.2,1.2,1.2]' \
+  --set 'cluster.memory_gb=[1,1,1,1]' \
   --json >tight.json 2>tight.err && python3 -c '
 import json; p = json.load(open("tight.json"))["plan"]
 assert p["feasible"] and any(s["recompute"] for s in p["stages"]), p'; then
