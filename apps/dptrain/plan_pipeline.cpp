@@ -158,8 +158,11 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   w.global_batch = batch;
   w.micro_batch_counts = micro_batch_counts(cmd, job);
   w.state_per_param_byte = resident_bytes_per_param_byte(job.optim);
+  w.sharded_per_param_byte = sharded_bytes_per_param_byte(job);
   const uint64_t seed = cmd.seed_given ? cmd.seed : job.job.seed;
-  const Cluster c = cmd.workers > 0 ? draw_cluster(job, int(cmd.workers), seed) : pipeline_cluster(job);
+  const Cluster c = cmd.workers > 0 ? draw_cluster(job, int(cmd.workers), seed)
+                    : from_job    ? profiled_cluster(job)
+                                  : pipeline_cluster(job);
 
   // Blocks sharing weights (a tied LM head and the embedding) would need their gradients summed across
   // stages, which the runtime does not do: such a model is planned as one stage, data parallel.

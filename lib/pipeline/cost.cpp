@@ -30,7 +30,7 @@ std::vector<int64_t> micro_batch_shares(const Cluster& c, const std::vector<int>
 }
 
 double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
-                         const std::vector<int>& recompute) {
+                         const std::vector<int>& recompute, size_t replicas) {
   // Kept per sample of a micro-batch in flight: every block's saved activations (its input and what
   // its backward reads besides), but only the input of a recomputed block. Working memory, once: the
   // blocks share one scratch (the largest block's), and a recomputed block rebuilds what it dropped into
@@ -54,7 +54,7 @@ double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last
   const int n = int(w.blocks.size());
   const double out = last + 1 < n ? w.blocks[size_t(last)].output_bytes : 0.0;
   const double gradients = (first > 0 ? w.input_bytes_of(first) : 0.0) + out + double(std::min(2, last - first)) * inner;
-  return w.state_per_param_byte * Prefix::sum(p.params, first, last) +
+  return w.state_bytes_per_param_byte(replicas) * Prefix::sum(p.params, first, last) +
          double(share) * (double(in_flight) * (kept + out) + work + rebuilt + gradients);
 }
 
@@ -76,7 +76,7 @@ StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int f
     s.forward_s = std::max(s.forward_s, (x * fwd + fwd_fixed) / speed);
     s.backward_s = std::max(s.backward_s, (x * (bwd + recompute_per_sample) + bwd_fixed + recompute_fixed) / speed);
     s.recompute_s = std::max(s.recompute_s, (x * recompute_per_sample + recompute_fixed) / speed);
-    const double peak = device_peak_bytes(w, p, first, last, in_flight, s.shares[i], recompute);
+    const double peak = device_peak_bytes(w, p, first, last, in_flight, s.shares[i], recompute, ranks.size());
     const double memory = c.rank(ranks[i]).memory_gb * 1e9;
     s.peak_bytes.push_back(peak);
     s.memory_bytes.push_back(memory);

@@ -142,7 +142,7 @@ class Heuristic {
       if (e > a_) inner_ = std::max(inner_, input);
       fits_ = true;
       if (!h_.respect_) return true;
-      const double params = h_.w_.state_per_param_byte * Prefix::sum(h_.p_.params, a_, e);
+      const double params = h_.w_.state_bytes_per_param_byte(ranks_.size()) * Prefix::sum(h_.p_.params, a_, e);
       const double out = e + 1 < h_.n_ ? h_.w_.blocks[size_t(e)].output_bytes : 0.0;
       for (size_t i = 0; i < ranks_.size(); ++i) {
         const double memory = h_.c_.rank(ranks_[i]).memory_gb * 1e9;

@@ -175,7 +175,7 @@ std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanRe
     const auto shares = detail::micro_batch_shares(c, st.ranks, mb);
     for (size_t i = 0; i < st.ranks.size(); ++i) {
       const double memory = c.rank(st.ranks[i]).memory_gb * 1e9;
-      const double need = detail::device_peak_bytes(w, p, st.first, st.last, 1, shares[i], all);
+      const double need = detail::device_peak_bytes(w, p, st.first, st.last, 1, shares[i], all, st.ranks.size());
       if (memory > 0 && need - memory > worst_over) {
         worst_over = need - memory;
         worst = fmt::format("stage {} (blocks {}-{} on rank {}) of the fastest plan needs {:.3g} GB even recomputing "

@@ -57,8 +57,14 @@ struct Workload {
   std::vector<int64_t> micro_batch_counts;  // candidates for M, each dividing global_batch
   double state_per_param_byte = 3;   // resident bytes per parameter byte: weights, gradients, optimizer
                                      //   state (SGD with momentum: 3; Adam: 4)
+  double sharded_per_param_byte = 0; // of those, the optimizer state's, when the replicas of a stage
+                                     //   shard it (MRA's sharded update: each keeps 1/replicas of it)
   // The input bytes of block b (what a recomputed block keeps): the boundary before it.
   double input_bytes_of(int b) const { return b == 0 ? input_bytes : blocks[size_t(b) - 1].output_bytes; }
+  // Resident bytes per parameter byte on each device of a stage of `replicas` devices.
+  double state_bytes_per_param_byte(size_t replicas) const {
+    return state_per_param_byte - (replicas > 1 ? sharded_per_param_byte * (1 - 1.0 / double(replicas)) : 0.0);
+  }
 };
 
 // The blocks of a profile whose times and sizes are for minibatches of `profile_batch` samples, per

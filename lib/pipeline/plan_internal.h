@@ -40,9 +40,10 @@ StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int f
                      const std::vector<int>& ranks, int64_t in_flight, int64_t micro_batch,
                      const std::vector<int>& recompute);
 
-// The peak bytes of a device holding `share` samples of each micro-batch (see plan.h for the terms).
+// The peak bytes of a device holding `share` samples of each micro-batch, one of `replicas` of its stage
+// (see plan.h for the terms).
 double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
-                         const std::vector<int>& recompute);
+                         const std::vector<int>& recompute, size_t replicas = 1);
 
 // choose_recompute() with the prefix sums and shares at hand.
 bool cheapest_recompute(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,

@@ -26,7 +26,7 @@ bool stage_fits(const Workload& w, const Prefix& p, const Cluster& c, int first,
                 const std::vector<int>& recompute) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     const double memory = c.rank(ranks[i]).memory_gb * 1e9;
-    if (memory > 0 && detail::device_peak_bytes(w, p, first, last, in_flight, shares[i], recompute) > memory)
+    if (memory > 0 && detail::device_peak_bytes(w, p, first, last, in_flight, shares[i], recompute, ranks.size()) > memory)
       return false;
   }
   return true;
@@ -123,7 +123,7 @@ bool detail::cheapest_recompute(const Workload& w, const Prefix& p, const Cluste
         if (memory <= 0) continue;
         const double share = double(shares[i]);
         // device_peak_bytes without recomputation, its transient replaced by tau.
-        const double plain = detail::device_peak_bytes(w, p, first, last, in_flight, shares[i], none);
+        const double plain = detail::device_peak_bytes(w, p, first, last, in_flight, shares[i], none, ranks.size());
         const double at_tau = plain + share * (tau - max_work);
         need = std::max(need, (at_tau - memory) / (share * double(in_flight)));
       }

@@ -72,6 +72,11 @@ std::vector<int64_t> micro_batch_candidates(int64_t global_batch, int64_t fixed)
 
 double resident_bytes_per_param_byte(const OptimSection& o) { return o.name == "adamw" ? 4 : 3; }
 
+double sharded_bytes_per_param_byte(const Job& job) {
+  const CommSection& c = job.parallel.comm;
+  return c.algorithm == "mra" && c.sharded_update ? resident_bytes_per_param_byte(job.optim) - 2 : 0;
+}
+
 Cluster pipeline_cluster(const Job& job) {
   const Cluster c = cluster_from_job(job);
   const auto& slow = job.cluster.emulate.slowdown;
@@ -101,19 +106,38 @@ pipeline::BlockProfile job_layer_profile(const Job& job, const Model& model) {
   return p;
 }
 
+Cluster profiled_cluster(const Job& job) {
+  const std::vector<double> described = cluster_from_job(job).speeds();
+  const double profiled = job.cluster.emulate.as_described ? *std::max_element(described.begin(), described.end())
+                                                           : described.front();
+  const Cluster c = pipeline_cluster(job);
+  std::vector<double> speeds = c.speeds();
+  for (double& s : speeds) s /= profiled;
+  return c.with_speeds(speeds);
+}
+
+double model_seconds(const pipeline::Workload& w, double samples) {
+  double t = 0;
+  for (const pipeline::BlockCost& b : w.blocks)
+    t += samples * (b.forward_s + b.backward_s) + b.forward_fixed_s + b.backward_fixed_s;
+  return t;
+}
+
+Cluster measured_cluster(const Job& job, const pipeline::Workload& w, const std::vector<double>& step_ms,
+                         const std::vector<int64_t>& local_batch) {
+  const Cluster c = pipeline_cluster(job);
+  std::vector<double> speeds(size_t(c.size()));
+  for (size_t r = 0; r < speeds.size(); ++r)
+    speeds[r] = model_seconds(w, double(local_batch[r])) * 1e3 / step_ms[r];
+  return c.with_speeds(speeds);
+}
+
 pipeline::Workload job_pipeline_workload(const Job& job, const pipeline::BlockProfile& p) {
   pipeline::Workload w = pipeline::workload_from_block_profile(p);
-  const std::vector<double> described = cluster_from_job(job).speeds();
-  const double profiled_speed = job.cluster.emulate.as_described
-                                    ? *std::max_element(described.begin(), described.end())
-                                    : described.front();
-  for (pipeline::BlockCost& b : w.blocks) {
-    b.forward_s *= profiled_speed;
-    b.backward_s *= profiled_speed;
-  }
   w.global_batch = job.train.global_batch;
   w.micro_batch_counts = micro_batch_candidates(w.global_batch, job.parallel.pipeline.micro_batches);
   w.state_per_param_byte = resident_bytes_per_param_byte(job.optim);
+  w.sharded_per_param_byte = sharded_bytes_per_param_byte(job);
   return w;
 }
 
@@ -207,7 +231,7 @@ void check_pipeline_job(const Job& job, const Model& model) {
   }
   // With memory limits a plan may not fit: choose it now (timing the blocks when the job gives no
   // profile), so that the run is refused before any rank starts.
-  const Cluster c = pipeline_cluster(job);
+  const Cluster c = profiled_cluster(job);
   const bool limited = std::any_of(c.ranks().begin(), c.ranks().end(), [](const ClusterRank& r) { return r.memory_gb > 0; });
   if (limited) (void)choose_pipeline_plan(job, job_pipeline_workload(job, job_layer_profile(job, model)), c);
 }

@@ -20,20 +20,31 @@ namespace dp {
 std::vector<int64_t> micro_batch_candidates(int64_t global_batch, int64_t fixed);
 // Resident bytes per parameter byte: weights and gradients, plus SGD's momentum or AdamW's two moments.
 double resident_bytes_per_param_byte(const OptimSection& o);
+// Of those, the optimizer state's when a stage's replicas shard it (MRA's sharded update), else 0.
+double sharded_bytes_per_param_byte(const Job& job);
 
 // The cluster a pipeline is planned on: [cluster] with every rank's speed divided by its persistent
-// [cluster.emulate] slowdown (the speeds the ranks will train at).
+// [cluster.emulate] slowdown (the speeds the ranks will train at), for a profile of a device of speed 1.
 Cluster pipeline_cluster(const Job& job);
+// The same for a profile of the job's model timed on this machine: speeds relative to the rank this
+// machine stands for (the fastest under [cluster.emulate] as_described, whose device the others are
+// emulated relative to; else rank 0).
+Cluster profiled_cluster(const Job& job);
+// The same with the speeds every rank measured at once (forward and backward of the whole model on
+// `local_batch[r]` samples took `step_ms[r]`, emulated slowness included), relative to the device of
+// the workload's times: what a run plans with.
+Cluster measured_cluster(const Job& job, const pipeline::Workload& w, const std::vector<double>& step_ms,
+                         const std::vector<int64_t>& local_batch);
+// Seconds of forward and backward of the whole model on `samples` samples under the workload's times.
+double model_seconds(const pipeline::Workload& w, double samples);
 
 // The layer profile the run plans from: [parallel.pipeline] profile (a dptrain layer profile of this
 // model), or the model's blocks timed now on the job's device at a micro-batch of a quarter of the global
 // batch per rank (at least 8 samples). Throws ProfileError for a profile of another model.
 pipeline::BlockProfile job_layer_profile(const Job& job, const Model& model);
 
-// The planner's workload from a layer profile of the job's model: per-sample costs for a device of speed 1
-// of [cluster] (the profile was timed on this machine, which stands for the fastest described rank under
-// as_described, whose device the others are emulated relative to, and else for rank 0's), the global
-// batch, M's candidates and the optimizer's resident bytes.
+// The planner's workload from a layer profile of the job's model (times of the device that timed it),
+// the global batch, M's candidates and the optimizer's resident bytes.
 pipeline::Workload job_pipeline_workload(const Job& job, const pipeline::BlockProfile& p);
 
 struct PipelineChoice {

@@ -1,7 +1,8 @@
 // Strategy "pipeline": the model's blocks cut into stages (pipeline_plan.h: the planner's plan or the
 // job's stages), each on its rank or replicated over several, trained with 1F1B and a flush per
-// mini-batch: the same mathematics as one process. Rank 0 makes the plan (timing the blocks when the job
-// gives no profile) and sends it to every rank; each rank builds its stage (only its blocks' parameters,
+// mini-batch: the same mathematics as one process. Every rank times the model at once (its speed as it
+// will train); rank 0 makes the plan on those speeds (timing the blocks when the job gives no profile)
+// and sends it to every rank; each rank builds its stage (only its blocks' parameters,
 // gradients and optimizer state, a slot of activations per micro-batch in flight) under a memory meter
 // of its own, and a StageRunner (pipeline_runner.h) runs its part of every mini-batch. Checkpoints hold
 // the whole model's parameters and optimizer state in the model's flat order, as strategy "data" writes
@@ -22,6 +23,7 @@
 #include "lib/train/pipeline_records.h"
 #include "lib/train/pipeline_runner.h"
 #include "lib/train/run_setup.h"
+#include "lib/train/speed_probe.h"
 #include "lib/train/step_update.h"
 #include "lib/train/strategy.h"
 
@@ -74,6 +76,12 @@ class PipelineStrategy final : public Strategy {
                             *std::max_element(prediction_->stages[size_t(s)].peak_bytes.begin(),
                                               prediction_->stages[size_t(s)].peak_bytes.end()) / 1e6);
       lines.push_back(line);
+    }
+    if (!speeds_.empty()) {
+      const double fastest = *std::max_element(speeds_.begin(), speeds_.end());
+      std::string speeds;
+      for (double s : speeds_) speeds += fmt::format("{}{:.3g}", speeds.empty() ? "" : ", ", s / fastest);
+      lines.push_back("  speeds measured on all ranks at once, relative to the fastest: [" + speeds + "]");
     }
     if (prediction_)
       lines.push_back(fmt::format("  predicted: {:.3g} ms per mini-batch, {:.0f} samples/s, bubble {:.1f}%",
@@ -172,12 +180,19 @@ class PipelineStrategy final : public Strategy {
   }
 
  private:
-  // Rank 0 profiles (or reads the profile) and plans; everyone learns the plan or the error.
+  // Every rank times the whole model at once (as they will train: sharing this machine's cores, their
+  // emulated slowness included); rank 0 profiles the blocks (or reads the profile) and plans on those
+  // speeds; everyone learns the plan or the error.
   void decide_plan() {
+    const SpeedProbe probe = measure_compute_speed(in_.job, in_.comm, 5, 2);
+    const std::vector<double> step_ms = in_.comm.allgather_value(probe.step_ms);
+    const std::vector<int64_t> local_batch = in_.comm.allgather_value(probe.local_batch);
     const SharedPlan shared = share_rank0_plan(in_.comm, [&] {
       const pipeline::BlockProfile profile = job_layer_profile(in_.job, in_.model);
-      const PipelineChoice choice =
-          choose_pipeline_plan(in_.job, job_pipeline_workload(in_.job, profile), pipeline_cluster(in_.job));
+      const pipeline::Workload w = job_pipeline_workload(in_.job, profile);
+      const Cluster cluster = measured_cluster(in_.job, w, step_ms, local_batch);
+      speeds_ = cluster.speeds();
+      const PipelineChoice choice = choose_pipeline_plan(in_.job, w, cluster);
       prediction_ = choice.result.prediction;
       warnings_ = choice.warnings;
       how_ = fmt::format("{}, from {}", choice.how,
@@ -278,6 +293,7 @@ class PipelineStrategy final : public Strategy {
   Placement place_;
   std::optional<pipeline::Prediction> prediction_;  // rank 0
   std::vector<std::string> warnings_;               // rank 0
+  std::vector<double> speeds_;                      // rank 0: the measured speeds the plan is for
   std::string how_;                                 // rank 0
   std::unique_ptr<Communicator> stage_comm_;
   std::unique_ptr<Stage> stage_;
