@@ -218,22 +218,25 @@ int profile_layers(const ProfileCommand& cmd) {
     for (size_t i = 0; i < p.blocks.size(); ++i) {
       const pipeline::BlockRow& b = p.blocks[i];
       std::printf(R"({"measure": "layers", "block": %zu, "name": %s, "micro_batch": %lld, "forward_ms": %.6g, )"
-                  R"("backward_ms": %.6g, "forward_fixed_ms": %.6g, "backward_fixed_ms": %.6g, )"
+                  R"("backward_ms": %.6g, "forward_fixed_ms": %.6g, "backward_fixed_ms": %.6g, "update_ms": %.6g, )"
                   R"("output_bytes": %.9g, "saved_bytes": %.9g, "work_bytes": %.9g, "param_bytes": %.9g})" "\n",
                   i, json_quoted(b.name).c_str(), (long long)p.micro_batch, b.forward_ms, b.backward_ms,
-                  b.forward_fixed_ms, b.backward_fixed_ms, b.output_bytes, b.saved_bytes, b.work_bytes, b.param_bytes);
+                  b.forward_fixed_ms, b.backward_fixed_ms, b.update_ms, b.output_bytes, b.saved_bytes, b.work_bytes,
+                  b.param_bytes);
     }
   } else {
     std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, median of %d steps; fixed: the part of a\n"
-                "# time any micro-batch pays (from a second timing at an eighth of the micro-batch)\n"
-                "#%5s %-18s %10s %10s %10s %10s %14s %14s %12s %12s\n",
+                "# time any micro-batch pays (from a second timing at an eighth of the micro-batch); update: the\n"
+                "# optimizer's on the block's parameters\n"
+                "#%5s %-18s %10s %10s %10s %10s %10s %14s %14s %12s %12s\n",
                 p.model.c_str(), p.device.c_str(), (long long)p.micro_batch, cmd.compute_steps, "block", "name",
-                "fwd ms", "bwd ms", "fwd fixed", "bwd fixed", "out B/sample", "saved B/sample", "work B/smp", "param B");
+                "fwd ms", "bwd ms", "fwd fixed", "bwd fixed", "update ms", "out B/sample", "saved B/sample",
+                "work B/smp", "param B");
     for (size_t i = 0; i < p.blocks.size(); ++i) {
       const pipeline::BlockRow& b = p.blocks[i];
-      std::printf(" %5zu %-18s %10.4f %10.4f %10.4f %10.4f %14.0f %14.0f %12.0f %12.0f\n", i, b.name.c_str(),
-                  b.forward_ms, b.backward_ms, b.forward_fixed_ms, b.backward_fixed_ms, b.output_bytes, b.saved_bytes,
-                  b.work_bytes, b.param_bytes);
+      std::printf(" %5zu %-18s %10.4f %10.4f %10.4f %10.4f %10.4f %14.0f %14.0f %12.0f %12.0f\n", i, b.name.c_str(),
+                  b.forward_ms, b.backward_ms, b.forward_fixed_ms, b.backward_fixed_ms, b.update_ms, b.output_bytes,
+                  b.saved_bytes, b.work_bytes, b.param_bytes);
     }
   }
   if (!cmd.links_out.empty()) {

@@ -51,17 +51,17 @@ std::string blocks_text(const std::vector<int>& blocks) { return blocks.empty() 
 
 void print_stages(const std::string& title, const PlanResult& r) {
   const auto& pr = r.prediction;
-  std::printf("%s\n  %5s %-10s %-24s %8s %8s %8s %8s %9s %5s %13s  %s\n", title.c_str(), "stage", "blocks", "ranks",
-              "fwd ms", "bwd ms", "link ms", "ar ms", "busy", "fly", "peak/mem GB", "recomputed");
+  std::printf("%s\n  %5s %-10s %-24s %8s %8s %8s %8s %8s %9s %5s %13s  %s\n", title.c_str(), "stage", "blocks",
+              "ranks", "fwd ms", "bwd ms", "link ms", "ar ms", "upd ms", "busy", "fly", "peak/mem GB", "recomputed");
   for (size_t s = 0; s < r.plan.stages.size(); ++s) {
     const auto& st = r.plan.stages[s];
     const auto& sp = pr.stages[s];
     double peak = 0, memory = 0;
     for (size_t i = 0; i < sp.peak_bytes.size(); ++i)
       if (sp.peak_bytes[i] > peak) peak = sp.peak_bytes[i], memory = sp.memory_bytes[i];
-    std::printf("  %5zu %-10s %-24s %8.3f %8.3f %8.3f %8.3f %8.1f%% %5lld %13s  %s\n", s,
+    std::printf("  %5zu %-10s %-24s %8.3f %8.3f %8.3f %8.3f %8.3f %8.1f%% %5lld %13s  %s\n", s,
                 fmt::format("{}-{}", st.first, st.last).c_str(), ranks_text(st.ranks).c_str(), sp.forward_s * 1e3,
-                sp.backward_s * 1e3, sp.link_s * 1e3, sp.allreduce_s * 1e3, sp.busy_fraction * 100,
+                sp.backward_s * 1e3, sp.link_s * 1e3, sp.allreduce_s * 1e3, sp.update_s * 1e3, sp.busy_fraction * 100,
                 (long long)sp.in_flight,
                 (memory > 0 ? fmt::format("{:.3g}/{:.3g}{}", peak / 1e9, memory / 1e9, sp.fits ? "" : "!")
                             : fmt::format("{:.3g}/-", peak / 1e9)).c_str(),
@@ -92,10 +92,11 @@ std::string result_json(const PlanResult& r) {
     std::vector<int> shares(sp.shares.begin(), sp.shares.end());
     stages += fmt::format(
         "{}{{\"first\":{},\"last\":{},\"ranks\":{},\"shares\":{},\"forward_s\":{:.9g},\"backward_s\":{:.9g},"
-        "\"recompute_s\":{:.9g},\"link_s\":{:.9g},\"allreduce_s\":{:.9g},\"in_flight\":{},\"busy_fraction\":{:.9g},"
+        "\"recompute_s\":{:.9g},\"link_s\":{:.9g},\"allreduce_s\":{:.9g},\"update_s\":{:.9g},\"in_flight\":{},"
+        "\"busy_fraction\":{:.9g},"
         "\"peak_bytes\":{},\"memory_bytes\":{},\"fits\":{},\"recompute\":{}}}",
         s ? "," : "", st.first, st.last, json_ints(st.ranks), json_ints(shares), sp.forward_s, sp.backward_s,
-        sp.recompute_s, sp.link_s, sp.allreduce_s, sp.in_flight, sp.busy_fraction, doubles(sp.peak_bytes),
+        sp.recompute_s, sp.link_s, sp.allreduce_s, sp.update_s, sp.in_flight, sp.busy_fraction, doubles(sp.peak_bytes),
         doubles(sp.memory_bytes), sp.fits, json_ints(st.recompute));
   }
   const auto& p = r.prediction;

@@ -39,9 +39,10 @@ void write_block_profile(const std::string& path, const BlockProfile& p) {
                      json_quoted(p.device), p.micro_batch, p.input_bytes);
   for (const BlockRow& b : p.blocks)
     out << fmt::format("\n[[block]]\nname = {}\nforward_ms = {:.6g}\nbackward_ms = {:.6g}\nforward_fixed_ms = {:.6g}\n"
-                       "backward_fixed_ms = {:.6g}\noutput_bytes = {}\nsaved_bytes = {}\nwork_bytes = {}\nparam_bytes = {}\n",
+                       "backward_fixed_ms = {:.6g}\nupdate_ms = {:.6g}\noutput_bytes = {}\nsaved_bytes = {}\nwork_bytes = {}\n"
+                       "param_bytes = {}\n",
                        json_quoted(b.name), b.forward_ms, b.backward_ms, b.forward_fixed_ms, b.backward_fixed_ms,
-                       b.output_bytes, b.saved_bytes, b.work_bytes, b.param_bytes)
+                       b.update_ms, b.output_bytes, b.saved_bytes, b.work_bytes, b.param_bytes)
         << (b.shares_weights_with >= 0 ? fmt::format("shares_weights_with = {}\n", b.shares_weights_with) : "");
   std::ofstream f(path);
   if (!(f << out.str()))
@@ -100,6 +101,7 @@ BlockProfile read_block_profile(const std::string& path) {
                            fmt::format("{}: {} = {} is more than the whole time, {}", what, key, *fixed, total),
                            "the fixed part of a block's time is at most its time");
     }
+    if (t->contains("update_ms")) b.update_ms = number(*t, "update_ms", path, what);
     if (t->contains("shares_weights_with")) {
       const double other = number(*t, "shares_weights_with", path, what);
       if (other != double(int64_t(other)) || other >= double(blocks->size()))

@@ -11,12 +11,13 @@ namespace dp::pipeline::detail {
 
 Prefix::Prefix(const Workload& w) {
   const size_t n = w.blocks.size();
-  for (auto* v : {&forward, &backward, &saved, &params, &forward_fixed, &backward_fixed}) v->assign(n + 1, 0.0);
+  for (auto* v : {&forward, &backward, &saved, &params, &forward_fixed, &backward_fixed, &update}) v->assign(n + 1, 0.0);
   for (size_t b = 0; b < n; ++b) {
     forward[b + 1] = forward[b] + w.blocks[b].forward_s;
     backward[b + 1] = backward[b] + w.blocks[b].backward_s;
     forward_fixed[b + 1] = forward_fixed[b] + w.blocks[b].forward_fixed_s;
     backward_fixed[b + 1] = backward_fixed[b] + w.blocks[b].backward_fixed_s;
+    update[b + 1] = update[b] + w.blocks[b].update_s;
     saved[b + 1] = saved[b] + w.blocks[b].saved_bytes;
     params[b + 1] = params[b] + w.blocks[b].param_bytes;
   }
@@ -70,8 +71,12 @@ StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int f
   }
   const double fwd = Prefix::sum(p.forward, first, last), bwd = Prefix::sum(p.backward, first, last);
   const double fwd_fixed = Prefix::sum(p.forward_fixed, first, last), bwd_fixed = Prefix::sum(p.backward_fixed, first, last);
+  // Under a sharded update each replica updates 1/k of the parameters.
+  const double update = Prefix::sum(p.update, first, last) /
+                        (w.sharded_per_param_byte > 0 && ranks.size() > 1 ? double(ranks.size()) : 1.0);
   for (size_t i = 0; i < ranks.size(); ++i) {
     const double speed = c.rank(ranks[i]).speed, x = double(s.shares[i]);
+    s.update_s = std::max(s.update_s, update / speed);
     // The slowest replica decides each phase; with shares in proportion to speed they coincide.
     s.forward_s = std::max(s.forward_s, (x * fwd + fwd_fixed) / speed);
     s.backward_s = std::max(s.backward_s, (x * (bwd + recompute_per_sample) + bwd_fixed + recompute_fixed) / speed);
@@ -127,7 +132,7 @@ Totals combine(const std::vector<StageCost>& stages, const std::vector<LinkCost>
     t.bottleneck_s = std::max(t.bottleneck_s, stage);
     // Stage s's last backward ends `drain` before the pipeline does: the backward of every resource
     // before it. Its allreduce runs during that drain; only what is longer sticks out.
-    stick_out = std::max(stick_out, stages[s].allreduce_s - drain);
+    stick_out = std::max(stick_out, stages[s].allreduce_s + stages[s].update_s - drain);
     drain += stages[s].backward_s;
     if (s < links.size()) {
       const double link = links[s].forward_s + links[s].backward_s;

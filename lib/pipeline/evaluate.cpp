@@ -60,6 +60,7 @@ Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan) {
       sp.link_s = sp.link_forward_s + sp.link_backward_s;
     }
     sp.allreduce_s = sc.allreduce_s;
+    sp.update_s = sc.update_s;
     sp.in_flight = std::min<int64_t>(plan.micro_batches, S - s);
     sp.peak_bytes = sc.peak_bytes;
     sp.memory_bytes = sc.memory_bytes;

@@ -137,7 +137,7 @@ class ExactSearch {
              detail::cheapest_recompute(w_, p_, c_, first, last, ranks, s.shares, in_flight, rec);
     if (!s.fits) return s;
     const detail::StageCost cost = detail::stage_cost(w_, p_, c_, first, last, ranks, in_flight, micro_batch_, rec);
-    s.forward = cost.forward_s, s.backward = cost.backward_s, s.allreduce = cost.allreduce_s;
+    s.forward = cost.forward_s, s.backward = cost.backward_s, s.allreduce = cost.allreduce_s + cost.update_s;
     if (!rec.empty()) {
       s.recompute = int(recompute_lists_.size());
       recompute_lists_.push_back(std::move(rec));

@@ -82,6 +82,7 @@ Workload workload_from_block_profile(const BlockProfile& p) {
     c.name = r.name;
     c.forward_fixed_s = r.forward_fixed_ms * 1e-3;
     c.backward_fixed_s = r.backward_fixed_ms * 1e-3;
+    c.update_s = r.update_ms * 1e-3;
     c.forward_s = (r.forward_ms - r.forward_fixed_ms) * 1e-3 / mb;
     c.backward_s = (r.backward_ms - r.backward_fixed_ms) * 1e-3 / mb;
     c.output_bytes = r.output_bytes;

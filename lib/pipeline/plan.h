@@ -10,8 +10,9 @@
 // A mini-batch of M micro-batches takes
 //     T = sum over resources of t_r + (M - 1) * max over resources of t_r + allreduce tail,
 // the fill and drain of the pipeline plus M - 1 micro-batches through its bottleneck; a replicated stage
-// reduces its gradients (ring allreduce over its devices) once its last backward is done, while the
-// stages before it still drain, and only what sticks out of that drain adds to T. Memory per device:
+// reduces its gradients (ring allreduce over its devices) once its last backward is done, and every stage
+// then updates its parameters, while the stages before it still drain, and only what sticks out of that
+// drain adds to T. Memory per device:
 // parameters, gradients and optimizer state, activations kept for min(M, stages after it + 1)
 // micro-batches in flight (a recomputed block keeps only its input), the largest block's working memory
 // (the blocks share one) and what the largest recomputed block rebuilds, and the gradient buffers (to
@@ -48,6 +49,8 @@ struct BlockCost {
   double work_bytes = 0;    // transient memory of its forward or backward (freed after)
   double param_bytes = 0;   // bytes of its parameters (the block's total, not per sample)
   double forward_fixed_s = 0, backward_fixed_s = 0;  // per micro-batch
+  double update_s = 0;      // the optimizer's update of its parameters, once per mini-batch (a replica
+                            //   under a sharded update does 1/replicas of it)
 };
 
 struct Workload {
@@ -95,6 +98,7 @@ struct StagePrediction {
   double link_s = 0;                 // to the next stage: activations forward + gradients back
   double link_forward_s = 0, link_backward_s = 0;
   double allreduce_s = 0;            // of its gradients, once per mini-batch (0: one device)
+  double update_s = 0;               // the optimizer's update after it, its slowest device
   int64_t in_flight = 0;             // micro-batches whose activations it holds at once
   std::vector<double> peak_bytes;    // per device of the stage
   std::vector<double> memory_bytes;  // per device: its memory (0: unknown, no limit)
@@ -107,7 +111,7 @@ struct Prediction {
   double minibatch_s = 0;      // T
   double samples_per_s = 0;    // global_batch / T
   double bottleneck_s = 0;     // the slowest resource, per micro-batch
-  double allreduce_tail_s = 0; // what the allreduces add after the pipeline drains
+  double allreduce_tail_s = 0; // what the allreduces and updates add after the pipeline drains
   double bubble_fraction = 0;  // 1 - the stages' mean busy fraction
   bool fits = true;            // every device within its memory
 };

@@ -14,7 +14,7 @@ namespace dp::pipeline::detail {
 // Prefix sums over the blocks: sum(v, a, b) is the sum of blocks [a, b].
 struct Prefix {
   std::vector<double> forward, backward, saved, params;
-  std::vector<double> forward_fixed, backward_fixed;
+  std::vector<double> forward_fixed, backward_fixed, update;
   explicit Prefix(const Workload& w);
   static double sum(const std::vector<double>& v, int a, int b) { return v[size_t(b) + 1] - v[size_t(a)]; }
 };
@@ -22,7 +22,7 @@ struct Prefix {
 // One stage on `ranks` with `recompute`, holding `in_flight` micro-batches of `micro_batch` samples.
 struct StageCost {
   std::vector<int64_t> shares;
-  double forward_s = 0, backward_s = 0, recompute_s = 0, allreduce_s = 0;
+  double forward_s = 0, backward_s = 0, recompute_s = 0, allreduce_s = 0, update_s = 0;
   std::vector<double> peak_bytes, memory_bytes;
   bool fits = true;
   double over_bytes = 0;  // the most any device is over its memory (0 when it fits)

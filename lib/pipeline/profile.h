@@ -42,12 +42,14 @@ struct LayerProfile {
 // backward_ms per micro-batch, and per sample output_bytes (what crosses the boundary after it),
 // saved_bytes (what its backward keeps: its input and more), work_bytes (transient), and param_bytes;
 // optionally forward_fixed_ms and backward_fixed_ms, the part of the times a micro-batch of any size
-// pays (at most the times; a block of n samples takes fixed + n / micro_batch x (time - fixed)), and
+// pays (at most the times; a block of n samples takes fixed + n / micro_batch x (time - fixed)),
+// update_ms, the optimizer's update of its parameters (once per mini-batch), and
 // shares_weights_with = the index of a block whose parameters it also uses (a tied head).
 struct BlockRow {
   std::string name;
   double forward_ms = 0, backward_ms = 0;
   double forward_fixed_ms = 0, backward_fixed_ms = 0;
+  double update_ms = 0;  // the optimizer's update of its parameters (once per mini-batch)
   double output_bytes = 0, saved_bytes = 0, work_bytes = 0, param_bytes = 0;
   int shares_weights_with = -1;  // a block whose parameters it also uses (a tied LM head: the embedding)
 };

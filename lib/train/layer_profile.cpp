@@ -1,6 +1,7 @@
 // measure_block_profile (layer_profile.h): the model's blocks run one after another as in a one-stage
 // pipeline, each forward and backward timed on its own (the device synchronised around it), at the
-// micro-batch asked for and at an eighth of it, whose line gives each time's fixed part.
+// micro-batch asked for and at an eighth of it, whose line gives each time's fixed part; and the job's
+// optimizer updating each block's parameters.
 #include "lib/train/layer_profile.h"
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
+#include "lib/train/optimizer.h"
 #include "lib/train/run_setup.h"
 #include "models/model.h"
 
@@ -27,6 +29,32 @@ double median(std::vector<double> v) {
 struct BlockTimes {
   std::vector<double> forward_ms, backward_ms;  // per block, the median of `steps`
 };
+
+// Each block's optimizer update of its parameters (the job's optimizer, its own state), the median of
+// `steps`.
+std::vector<double> time_updates(const Job& job, Model& model, int steps, int warmup) {
+  const Kernels& k = model.kernels();
+  std::vector<double> out;
+  for (int i = 0; i < model.block_count(); ++i) {
+    const BlockShape& s = model.block(i).shape();
+    if (s.param_count == 0) {
+      out.push_back(0);
+      continue;
+    }
+    const auto opt = make_optimizer(job.optim, s.param_count, k);
+    std::vector<double> ms;
+    for (int it = 0; it < warmup + steps; ++it) {
+      k.synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      opt->update_range(model.params().data() + s.param_offset, model.grads().data() + s.param_offset, 0,
+                        s.param_count, 0.0, opt->begin_step());  // lr 0: the parameters stay as they are
+      k.synchronize();
+      if (it >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    out.push_back(median(ms));
+  }
+  return out;
+}
 
 // The model's blocks run one after another on the first n samples of `data` (as a one-stage pipeline),
 // each forward and backward timed on its own, the device synchronised around it.
@@ -117,6 +145,7 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
   const BlockTimes full = time_blocks(*model, data.train, n, steps, warmup);
   const int64_t few = std::max<int64_t>(1, n / 8);
   const BlockTimes small = few < n ? time_blocks(*model, data.train, few, steps, warmup) : full;
+  const std::vector<double> updates = time_updates(job, *model, steps, warmup);
   auto fixed_part = [&](double t_n, double t_few) {
     if (few >= n) return 0.0;
     const double per_sample = (t_n - t_few) / double(n - few);
@@ -146,6 +175,7 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
     row.backward_ms = full.backward_ms[size_t(i)];
     row.forward_fixed_ms = fixed_part(row.forward_ms, small.forward_ms[size_t(i)]);
     row.backward_fixed_ms = fixed_part(row.backward_ms, small.backward_ms[size_t(i)]);
+    row.update_ms = updates[size_t(i)];
     row.output_bytes = 4.0 * double(s.out_floats);
     row.saved_bytes = input + 4.0 * double(s.saved_floats);
     row.work_bytes = 4.0 * double(s.scratch_floats);

@@ -86,13 +86,14 @@ Cluster pipeline_cluster(const Job& job) {
   return c.with_speeds(speeds);
 }
 
+int64_t profile_micro_batch(const Job& job) {
+  const int64_t batch = job.train.global_batch;
+  return std::min(batch, std::max<int64_t>(8, batch / std::max<int64_t>(1, 4 * job.launch.ranks)));
+}
+
 pipeline::BlockProfile job_layer_profile(const Job& job, const Model& model) {
   const std::string& path = job.parallel.pipeline.profile;
-  if (path.empty()) {
-    const int64_t batch = job.train.global_batch;
-    const int64_t micro = std::min(batch, std::max<int64_t>(8, batch / std::max<int64_t>(1, 4 * job.launch.ranks)));
-    return measure_block_profile(job, micro, 5, 2);
-  }
+  if (path.empty()) return measure_block_profile(job, profile_micro_batch(job), 5, 2);
   pipeline::BlockProfile p = pipeline::read_block_profile(path);
   if (int(p.blocks.size()) != model.block_count())
     throw ProfileError(path, fmt::format("the profile has {} blocks, the job's model ({}) has {}", p.blocks.size(),

@@ -42,6 +42,8 @@ double model_seconds(const pipeline::Workload& w, double samples);
 // model), or the model's blocks timed now on the job's device at a micro-batch of a quarter of the global
 // batch per rank (at least 8 samples). Throws ProfileError for a profile of another model.
 pipeline::BlockProfile job_layer_profile(const Job& job, const Model& model);
+// The micro-batch the run times its blocks and its ranks' speeds at.
+int64_t profile_micro_batch(const Job& job);
 
 // The planner's workload from a layer profile of the job's model (times of the device that timed it),
 // the global batch, M's candidates and the optimizer's resident bytes.

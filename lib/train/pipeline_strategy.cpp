@@ -184,7 +184,7 @@ class PipelineStrategy final : public Strategy {
   // emulated slowness included); rank 0 profiles the blocks (or reads the profile) and plans on those
   // speeds; everyone learns the plan or the error.
   void decide_plan() {
-    const SpeedProbe probe = measure_compute_speed(in_.job, in_.comm, 5, 2);
+    const SpeedProbe probe = measure_compute_speed(in_.job, in_.comm, 5, 2, profile_micro_batch(in_.job));
     const std::vector<double> step_ms = in_.comm.allgather_value(probe.step_ms);
     const std::vector<int64_t> local_batch = in_.comm.allgather_value(probe.local_batch);
     const SharedPlan shared = share_rank0_plan(in_.comm, [&] {

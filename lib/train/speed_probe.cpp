@@ -36,12 +36,13 @@ const Kernels& job_kernels(const Job& job, Communicator& comm) {
 
 }  // namespace
 
-SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, int warmup) {
+SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, int warmup, int64_t batch) {
   cpu::set_compute_threads(train_detail::default_threads(job, comm));
   const Kernels& kernels = job_kernels(job, comm);
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
   auto model = make_model(job.model, data.train.shape(), job.job.seed, kernels);
   const std::vector<int64_t> shares = equal_shares(std::min(job.train.global_batch, data.train.count), comm.size());
+  const int64_t timed = batch > 0 ? std::min(batch, shares[size_t(comm.rank())]) : shares[size_t(comm.rank())];
   const std::vector<uint32_t> order = epoch_permutation(data.train.count, job.job.seed, 0);
   SlowdownEmulator emulator(job, comm.rank());
   BatchBuffer buffer;
@@ -51,7 +52,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
   const int64_t full_steps = std::max<int64_t>(1, data.train.count / job.train.global_batch);
   for (int i = 0; i < warmup + steps; ++i) {
     const int64_t step = i % full_steps;
-    const auto mine = rank_indices(order, job.train.global_batch, step, shares, comm.rank());
+    const auto mine = rank_indices(order, job.train.global_batch, step, shares, comm.rank()).first(size_t(timed));
     const auto t0 = std::chrono::steady_clock::now();
     const ComputeTimer timer(train_detail::paced_by_thread_cpu(kernels));
     model->forward_backward(gather_batch(data.train, mine, buffer), 1.0f);
@@ -62,7 +63,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
   SpeedProbe p;
   p.cv = robust_cv(ms);
   std::sort(ms.begin(), ms.end());
-  p.local_batch = shares[size_t(comm.rank())];
+  p.local_batch = timed;
   p.step_ms = ms.empty() ? 0 : ms[ms.size() / 2];
   p.samples_per_second = p.step_ms > 0 ? double(p.local_batch) / p.step_ms * 1e3 : 0;
   p.threads = cpu::compute_threads();

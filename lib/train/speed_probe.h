@@ -22,8 +22,9 @@ struct SpeedProbe {
   bool cuda = false;              // timed on the GPU
 };
 
-// Collective: every rank calls it (a barrier before timing, no communication while timing).
-SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, int warmup);
+// Collective: every rank calls it (a barrier before timing, no communication while timing). `batch`:
+// the samples each rank times (0: its equal share of the global batch).
+SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, int warmup, int64_t batch = 0);
 
 // A robust coefficient of variation of `values`: 1.4826 x the median absolute deviation over the median
 // (the standard deviation's estimate for normal values, unmoved by a few outliers); 0 for fewer than 3.

@@ -139,15 +139,20 @@ BOOST_AUTO_TEST_CASE(a_replicated_stage_splits_micro_batches_and_pays_its_allred
 }
 
 // A micro-batch pays each block's fixed time once per device that runs it, whatever its share: more,
-// smaller micro-batches pay it more often.
+// smaller micro-batches pay it more often. The optimizer's update ends the mini-batch (a sharded one
+// takes each replica its share of it).
 BOOST_AUTO_TEST_CASE(fixed_times_are_paid_per_micro_batch_and_device) {
   Workload w;
   w.blocks = {{"a", 1e-3, 2e-3, 0, 0, 0, 0}};
-  w.blocks[0].forward_fixed_s = 0.5e-3, w.blocks[0].backward_fixed_s = 0.25e-3;
+  w.blocks[0].forward_fixed_s = 0.5e-3, w.blocks[0].backward_fixed_s = 0.25e-3, w.blocks[0].update_s = 2e-3;
   w.global_batch = 8;
   w.micro_batch_counts = {4};
   const Prediction one = evaluate(w, uniform_cluster(1, 10), Plan{{{0, 0, {0}, {}}}, 4});
-  BOOST_TEST(one.minibatch_s == 4 * (2 * 3e-3 + 0.75e-3), tt::tolerance(1e-12));
+  BOOST_TEST(one.minibatch_s == 4 * (2 * 3e-3 + 0.75e-3) + 2e-3, tt::tolerance(1e-12));
+  w.sharded_per_param_byte = 2;
+  const Prediction halves = evaluate(w, uniform_cluster(2, 1e9), Plan{{{0, 0, {0, 1}, {}}}, 4});
+  BOOST_TEST(halves.stages[0].update_s == 1e-3, tt::tolerance(1e-12));
+  w.sharded_per_param_byte = 0;
   // Replicas of speeds 1 and 3 take 1 and 3 of 4 samples; the slower pays its fixed time 3x as long.
   std::vector<ClusterRank> ranks(2);
   ranks[1].speed = 3;
