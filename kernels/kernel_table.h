@@ -22,6 +22,7 @@ struct Kernels {
   void (*free)(void* p) noexcept;
   void (*upload)(void* dst, const void* host_src, size_t bytes);
   void (*download)(void* host_dst, const void* src, size_t bytes);  // waits for queued work
+  void (*copy)(void* dst, const void* src, size_t bytes);           // both in the backend's memory
   void (*zero)(void* dst, size_t bytes);
   void (*synchronize)();                   // waits for the kernels queued so far (no-op on the CPU)
 

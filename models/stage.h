@@ -30,6 +30,7 @@ class Stage {
   int64_t out_floats() const { return model_.block(last_).shape().out_floats; }
   std::span<float> params() { return params_.span(); }
   std::vector<float> params_to_host() const { return params_.to_host(); }
+  std::vector<float> grads_to_host() const { return grads_.to_host(); }
   void params_from_host(std::span<const float> host) { params_.upload(host); }
   std::span<float> grads() { return grads_.span(); }
 

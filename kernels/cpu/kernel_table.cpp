@@ -41,6 +41,7 @@ const Kernels kCpu{
     .free = host_free,
     .upload = host_copy,
     .download = host_copy,
+    .copy = host_copy,
     .zero = host_zero,
     .synchronize = no_wait,
     .linear_forward = cpu::linear_forward,

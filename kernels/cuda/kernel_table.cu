@@ -29,6 +29,7 @@ const Kernels kCuda{
     .free = cuda::device_free,
     .upload = cuda::copy_to_device,
     .download = cuda::copy_to_host,
+    .copy = cuda::copy_on_device,
     .zero = zero_bytes,
     .synchronize = cuda::synchronize,
     .linear_forward = cuda::linear_forward,
