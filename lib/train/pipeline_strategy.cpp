@@ -48,6 +48,10 @@ class PipelineStrategy final : public Strategy {
     if (in_.gpu_queue || !in_.kernels.host_memory)
       throw JobError("parallel.strategy", "strategy \"pipeline\" runs on CPU ranks only",
                      "set [train] device = \"cpu\", or strategy = \"data\" on GPUs");
+    if (in_.comm.size() != in_.job.launch.ranks)  // the plan places stages on [cluster]'s ranks
+      throw JobError("[launch] ranks", fmt::format("the pipeline is planned for the job's {} rank(s), this launch has {}",
+                                                   in_.job.launch.ranks, in_.comm.size()),
+                     "launch the job's ranks, or set launch.ranks to the launch's");
     decide_plan();
     build_stage();
   }
