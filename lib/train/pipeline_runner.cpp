@@ -129,6 +129,11 @@ MiniBatchTimes StageRunner::run(std::span<const uint32_t> samples, float loss_sc
   };
 
   sync_.begin_step(std::move(update));
+  // The last micro-batch's backward makes each block's gradients final as it goes: the replicas start
+  // summing them then (MRA's buckets), not after the whole backward.
+  BlockHooks final_gradients;
+  final_gradients.gradients_ready = [this](int64_t offset) { sync_.gradients_ready(offset - stage_.param_begin()); };
+  const BlockHooks none;
   bool accumulated = false;
   post_receives();
   for (const pipeline::Op& op : pipeline::schedule_1f1b(s, S, M)) {
@@ -174,7 +179,10 @@ MiniBatchTimes StageRunner::run(std::span<const uint32_t> samples, float loss_sc
       t.send_ms += wait_for(gradient_sends);  // dx_ is written again
       if (n > 0) {
         if (!first) dx_.grow(size_t(n * in_floats));
-        computed([&] { stage_.backward(op.slot, last ? nullptr : dy_.data(), first ? nullptr : dx_.data(), accumulated); });
+        computed([&] {
+          stage_.backward(op.slot, last ? nullptr : dy_.data(), first ? nullptr : dx_.data(), accumulated,
+                          op.micro_batch + 1 == M ? final_gradients : none);
+        });
         accumulated = true;
       }
       ++backwards_done;

@@ -3,11 +3,11 @@
 // The first stage reads its inputs from the dataset, later ones receive them from the previous stage's
 // replicas straight into the micro-batch's slot; outputs go on to the next stage's replicas, gradients
 // come back from them and go back to the previous stage; parameter gradients accumulate over the
-// micro-batches, and are then summed over the stage's replicas and applied (lib/mra). Receives are posted
-// as soon as their buffer is free (a micro-batch's input once its slot's previous micro-batch is done,
-// the next output gradient as soon as the last one is used), so transfers overlap the stage's compute;
-// a send's buffer is written again only once the send is done. Everything is set up once; run() moves
-// data (gloo's rule).
+// micro-batches, and are summed over the stage's replicas (lib/mra; as the last micro-batch's backward
+// makes each block's final) and applied. Receives are posted as soon as their buffer is free (a
+// micro-batch's input once its slot's previous micro-batch is done, the next output gradient as soon as
+// the last one is used), so transfers overlap the stage's compute; a send's buffer is written again only
+// once the send is done. Everything is set up once; run() moves data (gloo's rule).
 #pragma once
 
 #include <cstdint>
