@@ -57,6 +57,21 @@ int64_t steps_per_epoch(int64_t n, int64_t global_batch);
 int64_t step_batch_size(int64_t n, int64_t global_batch, int64_t step_in_epoch);
 // The global sample order of `epoch`: a permutation of 0..n-1 drawn from (seed, epoch).
 std::vector<uint32_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch);
+// The permutation of the epoch a run is in, drawn again only when the epoch changes.
+class EpochOrder {
+ public:
+  EpochOrder(int64_t n, uint64_t seed) : n_(n), seed_(seed) {}
+  const std::vector<uint32_t>& of(int64_t epoch) {
+    if (epoch != epoch_) order_ = epoch_permutation(n_, seed_, epoch_ = epoch);
+    return order_;
+  }
+
+ private:
+  int64_t n_;
+  uint64_t seed_;
+  int64_t epoch_ = -1;
+  std::vector<uint32_t> order_;
+};
 // `batch` divided as evenly as possible among `world` ranks (the first batch % world get one more).
 std::vector<int64_t> equal_shares(int64_t batch, int world);
 // The indices rank `rank` trains on in step `step_in_epoch`: its contiguous part, by `shares` (which

@@ -16,7 +16,8 @@ using Clock = std::chrono::steady_clock;
 
 GroupReplica::GroupReplica(const StrategyInputs& in, Communicator& server, const cgp::Grouping& grouping,
                            const std::vector<double>& speeds, SampleClock clock, SlowdownEmulator& emulator)
-    : in_(in), server_(server), clock_(clock), emulator_(emulator), group_(grouping[size_t(in.comm.rank())]) {
+    : in_(in), server_(server), clock_(clock), emulator_(emulator), group_(grouping[size_t(in.comm.rank())]),
+      order_(clock.n, in.job.job.seed) {
   comm_ = in_.comm.split(group_, in_.comm.rank());
   update_ = std::make_unique<StepUpdate>(in_.job, *comm_, in_.model, nullptr);
   optimizer_ = make_optimizer(in_.job.optim, update_->state_count(), in_.kernels);
@@ -99,10 +100,7 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
 double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::function<void()>& between_steps) {
   const Job& job = in_.job;
   const int64_t epoch = begin / clock_.n, tps = in_.model.targets_per_sample();
-  if (epoch != permutation_epoch_) {
-    permutation_ = epoch_permutation(clock_.n, job.job.seed, epoch);
-    permutation_epoch_ = epoch;
-  }
+  const std::vector<uint32_t>& permutation = order_.of(epoch);
   Communicator& group = *comm_;
   double loss = 0;
   auto step_start = Clock::now();
@@ -111,7 +109,7 @@ double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::functi
     const std::vector<int64_t> shares = balancer_->shares(batch);
     int64_t offset = at % clock_.n;
     for (int r = 0; r < group.rank(); ++r) offset += shares[size_t(r)];
-    const std::span<const uint32_t> mine(permutation_.data() + offset, size_t(shares[size_t(group.rank())]));
+    const std::span<const uint32_t> mine(permutation.data() + offset, size_t(shares[size_t(group.rank())]));
     const double lr = learning_rate(job.optim, global_step, in_.total_steps);
     last_lr_ = lr;
     const RankStep step = timed_step(*update_, *optimizer_, lr, in_.model, in_.train_set, mine, buffer_,

@@ -67,8 +67,7 @@ class GroupReplica {
   double last_lr_ = 0;
   std::vector<float> read_slice_;  // this rank's slice of the global model at its last read
   BatchBuffer buffer_;
-  std::vector<uint32_t> permutation_;
-  int64_t permutation_epoch_ = -1;
+  EpochOrder order_;
   // Measurements: since the last exchange (for metrics) and since the replica was built (regrouping).
   double stats_compute_ms_ = 0, stats_comm_ms_ = 0, last_exchange_ms_ = 0;
   int64_t stats_samples_ = 0, stats_steps_ = 0;

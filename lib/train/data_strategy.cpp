@@ -65,13 +65,9 @@ class DataStrategy final : public Strategy {
     auto step_start = Clock::now();  // a step's time runs from the end of the last step (or pause)
     for (int64_t step = done; step < until; ++step) {
       const int64_t epoch = step / in_.steps_per_epoch, in_epoch = step % in_.steps_per_epoch;
-      if (epoch != permutation_epoch_) {
-        permutation_ = epoch_permutation(in_.train_set.count, job.job.seed, epoch);
-        permutation_epoch_ = epoch;
-      }
       const int64_t batch = step_batch_size(in_.train_set.count, job.train.global_batch, in_epoch);
       const std::vector<int64_t> shares = balancer_.shares(batch);
-      const auto mine = rank_indices(permutation_, job.train.global_batch, in_epoch, shares, comm.rank());
+      const auto mine = rank_indices(order_.of(epoch), job.train.global_batch, in_epoch, shares, comm.rank());
 
       // Gradients come out pre-divided by the global batch's loss terms. The rank's time, what I-DAT
       // balances, includes its host work since the last step (dividing the batch, the leader's logging).
@@ -122,8 +118,7 @@ class DataStrategy final : public Strategy {
   Balancer balancer_;
   SlowdownEmulator emulator_;
   BatchBuffer buffer_;
-  std::vector<uint32_t> permutation_;
-  int64_t permutation_epoch_ = -1;
+  EpochOrder order_{in_.train_set.count, in_.job.job.seed};
 };
 
 }  // namespace

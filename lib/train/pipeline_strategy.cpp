@@ -123,13 +123,9 @@ class PipelineStrategy final : public Strategy {
     auto step_start = Clock::now();
     for (int64_t step = done; step < until; ++step) {
       const int64_t epoch = step / in_.steps_per_epoch, in_epoch = step % in_.steps_per_epoch;
-      if (epoch != permutation_epoch_) {
-        permutation_ = epoch_permutation(in_.train_set.count, job.job.seed, epoch);
-        permutation_epoch_ = epoch;
-      }
       const int64_t batch = step_batch_size(in_.train_set.count, job.train.global_batch, in_epoch);
-      const std::span<const uint32_t> samples =
-          std::span<const uint32_t>(permutation_).subspan(size_t(in_epoch * job.train.global_batch), size_t(batch));
+      const std::span<const uint32_t> samples = std::span<const uint32_t>(order_.of(epoch))
+                                                    .subspan(size_t(in_epoch * job.train.global_batch), size_t(batch));
       const double lr = learning_rate(job.optim, step, in_.total_steps);
       const double terms = double(batch) * terms_per_sample;
       RankRecord mine;
@@ -304,8 +300,7 @@ class PipelineStrategy final : public Strategy {
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<pipeline_detail::StageRunner> runner_;
-  std::vector<uint32_t> permutation_;
-  int64_t permutation_epoch_ = -1;
+  EpochOrder order_{in_.train_set.count, in_.job.job.seed};
   std::vector<float> gathered_state_;  // rank 0, by gather_params
   int64_t optimizer_steps_ = 0;        // taken by every stage alike (rank 0 may hold none)
 };
