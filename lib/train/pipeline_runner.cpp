@@ -2,9 +2,7 @@
 #include "lib/train/pipeline_runner.h"
 
 #include <chrono>
-#include <numeric>
 
-#include "lib/core/error.h"
 #include "lib/pipeline/layout.h"
 #include "lib/pipeline/schedule.h"
 
