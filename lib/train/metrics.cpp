@@ -9,7 +9,8 @@
 
 namespace dp {
 
-MetricsLog::MetricsLog(const std::string& path) : file_(std::fopen(path.c_str(), "a")), path_(path) {
+MetricsLog::MetricsLog(const std::string& path, std::chrono::steady_clock::time_point start)
+    : file_(std::fopen(path.c_str(), "a")), path_(path), start_(start) {
   if (!file_) throw RuntimeFailure(path, "cannot open metrics log for writing", "check permissions");
 }
 
@@ -28,14 +29,19 @@ void MetricsLog::write(const TrainLine& l) {
     line += fmt::format(",\"group\":{},\"staleness\":{},\"held_ms\":{:.3f},\"exchange_ms\":{:.3f}", l.group,
                         l.staleness, l.held_ms, l.exchange_ms);
   if (l.stage >= 0) line += fmt::format(",\"stage\":{}", l.stage);
-  fmt::print(file_, "{}}}\n", line);
+  put(line + "}");
+}
+
+void MetricsLog::put(const std::string& object) {
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  fmt::print(file_, "{},\"t\":{:.3f}}}\n", std::string_view(object).substr(0, object.size() - 1), t);
+  std::fflush(file_);
 }
 
 void MetricsLog::write(const RegroupLine& l) {
-  fmt::print(file_,
-             "{{\"kind\":\"regroup\",\"step\":{},\"grouping\":\"{}\",\"reason\":\"{}\",\"adopted\":{},"
-             "\"predicted_before\":{:.1f},\"predicted_after\":{:.1f},\"cost_ms\":{:.3f}}}\n",
-             l.step, l.grouping, l.reason, l.adopted, l.predicted_before, l.predicted_after, l.cost_ms);
+  put(fmt::format("{{\"kind\":\"regroup\",\"step\":{},\"grouping\":\"{}\",\"reason\":\"{}\",\"adopted\":{},"
+                  "\"predicted_before\":{:.1f},\"predicted_after\":{:.1f},\"cost_ms\":{:.3f}}}",
+                  l.step, l.grouping, l.reason, l.adopted, l.predicted_before, l.predicted_after, l.cost_ms));
 }
 
 namespace {
@@ -51,10 +57,9 @@ void MetricsLog::write(const PhaseGroupsLine& l) {
   for (const PhaseGroupsLine::Group& g : l.groups)
     groups += fmt::format("{}{{\"members\":[{}],\"predicted\":{},\"measured\":{}}}", groups.empty() ? "" : ",",
                           fmt::join(g.members, ","), times_json(g.predicted), times_json(g.measured));
-  fmt::print(file_,
-             "{{\"kind\":\"groups\",\"step\":{},\"grouping\":\"{}\",\"predicted_samples_per_sec\":{:.1f},"
-             "\"measured_samples_per_sec\":{:.1f},\"groups\":[{}]}}\n",
-             l.step, l.grouping, l.predicted_samples_per_sec, l.measured_samples_per_sec, groups);
+  put(fmt::format("{{\"kind\":\"groups\",\"step\":{},\"grouping\":\"{}\",\"predicted_samples_per_sec\":{:.1f},"
+                  "\"measured_samples_per_sec\":{:.1f},\"groups\":[{}]}}",
+                  l.step, l.grouping, l.predicted_samples_per_sec, l.measured_samples_per_sec, groups));
 }
 
 void MetricsLog::write(const PipelineLine& l) {
@@ -67,18 +72,16 @@ void MetricsLog::write(const PipelineLine& l) {
         stages.empty() ? "" : ",", s.stage, s.first, s.last, fmt::join(s.ranks, ","), fmt::join(s.recompute, ","),
         s.predicted_compute_ms, fmt::join(s.predicted_peak_bytes, ","), s.measured_compute_ms, s.measured_wait_ms,
         fmt::join(s.measured_peak_bytes, ","));
-  fmt::print(file_,
-             "{{\"kind\":\"pipeline\",\"step\":{},\"minibatches\":{},\"predicted\":{{\"minibatch_ms\":{:.3f},"
-             "\"bubble\":{:.4f}}},\"measured\":{{\"minibatch_ms\":{:.3f},\"bubble\":{:.4f}}},\"stages\":[{}]}}\n",
-             l.step, l.minibatches, l.predicted_minibatch_ms, l.predicted_bubble, l.measured_minibatch_ms,
-             l.measured_bubble, stages);
+  put(fmt::format("{{\"kind\":\"pipeline\",\"step\":{},\"minibatches\":{},\"predicted\":{{\"minibatch_ms\":{:.3f},"
+                  "\"bubble\":{:.4f}}},\"measured\":{{\"minibatch_ms\":{:.3f},\"bubble\":{:.4f}}},\"stages\":[{}]}}",
+                  l.step, l.minibatches, l.predicted_minibatch_ms, l.predicted_bubble, l.measured_minibatch_ms,
+                  l.measured_bubble, stages));
 }
 
 void MetricsLog::write(const EvalLine& l) {
-  fmt::print(file_,
-             "{{\"kind\":\"eval\",\"step\":{},\"epoch\":{},\"test_loss\":{},\"test_accuracy\":{},"
-             "\"train_seconds\":{:.3f}}}\n",
-             l.step, l.epoch, l.test_loss, l.test_accuracy, l.train_seconds);
+  put(fmt::format("{{\"kind\":\"eval\",\"step\":{},\"epoch\":{},\"test_loss\":{},\"test_accuracy\":{},"
+                  "\"train_seconds\":{:.3f}}}",
+                  l.step, l.epoch, l.test_loss, l.test_accuracy, l.train_seconds));
 }
 
 void MetricsLog::flush() { std::fflush(file_); }
@@ -90,13 +93,17 @@ std::string summary_json(const Summary& s) {
                                      s.test_loss, s.test_accuracy, s.samples_per_sec * double(s.tokens_per_sample),
                                      s.bigram_entropy)
                        : std::string();
+  std::string memory;
+  for (size_t r = 0; r < s.memory.size(); ++r)
+    memory += fmt::format("{}{{\"rank\": {}, \"allocated_peak_bytes\": {:.0f}, \"resident_peak_bytes\": {:.0f}}}",
+                          r ? ", " : "", r, s.memory[r].allocated_peak_bytes, s.memory[r].resident_peak_bytes);
   return fmt::format(
       "{{\n{}  \"test_accuracy\": {},\n  \"test_loss\": {},\n  \"train_loss\": {},\n"
       "  \"samples_per_sec\": {:.1f},\n  \"wall_seconds\": {:.3f},\n  \"train_seconds\": {:.3f},\n"
       "  \"ranks\": {},\n  \"epochs\": {},\n  \"steps\": {},\n  \"resumed_from_step\": {},\n"
-      "  \"model\": \"{}\",\n  \"parameters\": {},\n  \"machines\": {},\n  \"job\": {}\n}}\n",
+      "  \"model\": \"{}\",\n  \"parameters\": {},\n  \"memory\": [{}],\n  \"machines\": {},\n  \"job\": {}\n}}\n",
       text_fields, s.test_accuracy, s.test_loss, s.train_loss, s.samples_per_sec, s.wall_seconds, s.train_seconds,
-      s.ranks, s.epochs, s.steps, s.resumed_from_step, s.model, s.parameters,
+      s.ranks, s.epochs, s.steps, s.resumed_from_step, s.model, s.parameters, memory,
       s.machines_json.empty() ? "[]" : s.machines_json, s.job_json.empty() ? "{}" : s.job_json);
 }
 

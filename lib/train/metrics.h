@@ -1,7 +1,9 @@
 // metrics.jsonl (one JSON object per line: a "train" line per logged step per rank, an "eval" line per
-// evaluation) and summary.json. Written by rank 0 only.
+// evaluation, each with "t", the seconds since the run started, and on the file as soon as it is
+// written, so that a live run can be followed) and summary.json. Written by rank 0 only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -83,7 +85,8 @@ struct EvalLine {
 
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path);  // appends
+  // Appends; "t" counts from `start`.
+  MetricsLog(const std::string& path, std::chrono::steady_clock::time_point start);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
@@ -95,8 +98,11 @@ class MetricsLog {
   void flush();
 
  private:
+  void put(const std::string& json_object);  // adds "t", writes the line, flushes
+
   std::FILE* file_;
   std::string path_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 struct Summary {
@@ -112,6 +118,12 @@ struct Summary {
   bool language_model = false;
   int64_t tokens_per_sample = 1;
   double bigram_entropy = 0;
+  // Every rank's peak memory: what its compute buffers held at once (parameters, gradients, optimizer
+  // state, activations, scratch: lib/core/memory_meter.h), and its process's peak resident size.
+  struct RankMemory {
+    double allocated_peak_bytes = 0, resident_peak_bytes = 0;
+  };
+  std::vector<RankMemory> memory;
 };
 
 std::string summary_json(const Summary& s);

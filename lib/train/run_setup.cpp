@@ -8,6 +8,8 @@
 #include <cstring>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "kernels/cpu/ops.h"
 #include "lib/cluster/cluster.h"
 #include "lib/comm/emulated_links.h"
@@ -143,6 +145,12 @@ std::string shares_text(const std::vector<int64_t>& shares) {
     t += std::to_string(v);
   }
   return t;
+}
+
+double peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
 }
 
 int default_threads(const Job& job, const Communicator& comm) {

@@ -41,6 +41,8 @@ std::unique_ptr<Communicator> paced_by_job_links(const Job& job, Communicator& l
 std::string links_text(const Job& job);  // the emulated network, for the run's first lines ("" when none)
 // This rank's index among the ranks on its host (which GPU it drives). Collective.
 int local_rank(Communicator& comm);
+// The process's peak resident set size in bytes (getrusage).
+double peak_resident_bytes();
 // [train] threads, or the host's cores divided among its ranks.
 int default_threads(const Job& job, const Communicator& comm);
 // Whether the emulator may pace compute on `kernels` by the computing thread's CPU time: CPU kernels on

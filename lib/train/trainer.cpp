@@ -14,6 +14,7 @@
 #include "lib/comm/collective_queue.h"
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
+#include "lib/core/memory_meter.h"
 #include "lib/data/dataset.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/pipeline_plan.h"
@@ -80,7 +81,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   if (leader) {
     prepare_run_dir(s.dir, opts.resume, opts.force, step);
     write_file_atomic(s.dir.job(), job_to_toml(job));
-    metrics = std::make_unique<MetricsLog>(s.dir.metrics());
+    metrics = std::make_unique<MetricsLog>(s.dir.metrics(), wall_start);
     progress = std::make_unique<Progress>(opts.log, job.log.progress, s.total_steps, job.log.every);
     progress->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each, device {}{}; {} steps of {} samples{}",
                                model.describe(), world, cpu::compute_threads(), device.describe(),
@@ -158,6 +159,10 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     comm.barrier();  // everyone lines up again after the pause
   }
 
+  // Every rank's peak memory (collective): its compute buffers, and its process's resident size.
+  const Summary::RankMemory my_memory{double(MemoryMeter::process().peak()), peak_resident_bytes()};
+  const std::vector<Summary::RankMemory> memory = world > 1 ? comm.allgather_value(my_memory)
+                                                            : std::vector<Summary::RankMemory>{my_memory};
   if (leader) {
     progress->finish();
     if (!last_eval) {
@@ -173,6 +178,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     sum.train_seconds = train_seconds;
     sum.wall_seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
     sum.ranks = world;
+    sum.memory = memory;
     sum.epochs = (step + s.steps_per_epoch - 1) / s.steps_per_epoch;
     sum.steps = step;
     sum.resumed_from_step = result.first_step - 1;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "lib/comm/communicator.h"
 #include "lib/train/trainer.h"
@@ -75,6 +77,28 @@ BOOST_AUTO_TEST_CASE(same_global_batch_gives_the_same_losses_on_any_rank_count) 
   BOOST_TEST_MESSAGE("ranks " << world->size() << ": max relative loss difference to 1 rank " << worst);
   BOOST_TEST(worst < 1e-4);
   BOOST_TEST(solo.losses.back() < 0.6 * solo.losses.front());  // and it did learn
+  if (world->rank() == 0) {
+    // Every metrics line carries its time since the run started, never decreasing; summary.json has
+    // every rank's peak memory (its compute buffers, its resident size).
+    std::ifstream metrics(dir + "/world/metrics.jsonl");
+    double last_t = 0;
+    int lines = 0;
+    for (std::string line; std::getline(metrics, line); ++lines) {
+      const auto at = line.find(",\"t\":");
+      BOOST_TEST_REQUIRE(at != std::string::npos, line);
+      const double t = std::stod(line.substr(at + 5));
+      BOOST_TEST(t >= last_t);
+      last_t = t;
+    }
+    BOOST_TEST(lines > 3 * 16);
+    std::ifstream summary(dir + "/world/summary.json");
+    const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+    for (int r = 0; r < world->size(); ++r)
+      BOOST_TEST(text.find("{\"rank\": " + std::to_string(r) + ", \"allocated_peak_bytes\": ") != std::string::npos);
+    const auto at = text.find("\"allocated_peak_bytes\": ");
+    BOOST_TEST(std::stod(text.substr(at + 24)) > 4.0 * 800);  // at least the model's parameters
+    BOOST_TEST(text.find("\"resident_peak_bytes\": 0}") == std::string::npos);
+  }
   world->barrier();
   if (world->rank() == 0) fs::remove_all(dir);
 }
