@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   PlanCommand plan;
   auto* plan_cmd = app.add_subcommand("plan", "show how a job would divide its batch and bucket its "
                                               "gradients, group its ranks (strategy cgp), or run as a "
-                                              "pipeline (--profile)");
+                                              "pipeline (--profile, or strategy pipeline)");
   plan_cmd->add_option("job", plan.job_path, "the TOML job file")->required()->type_name("JOB.toml");
   plan_cmd->add_option("--set", plan.overrides, "override a job key, validated like the file (repeatable)")
       ->type_name("KEY=VALUE")->allow_extra_args(false);
