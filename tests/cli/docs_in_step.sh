@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every job key dptrain knows (the resolved job.toml of a run lists them all) is documented in
-# man/dptrain-job.5 and offered by both shell completions; every table, nested ones ([parallel.comm])
+# man/dptrain-job.5 and offered by the bash, zsh and fish completions; every table, nested ones ([parallel.comm])
 # included, is listed in the man page's SYNOPSIS; every subcommand of --help has a man section.
 # Usage: bash docs_in_step.sh PATH/TO/dptrain REPO_ROOT
 set -u
@@ -37,7 +37,7 @@ while IFS= read -r line; do
   [[ $line =~ ^([a-z_]+)\ = ]] || continue
   key=$table.${BASH_REMATCH[1]}
   name=${BASH_REMATCH[1]}
-  for f in completions/dptrain.bash completions/_dptrain; do
+  for f in completions/dptrain.bash completions/_dptrain completions/dptrain.fish; do
     grep -qw -- "$key" "$ROOT/$f" || { echo "not ok - $key missing from $f"; failures=$((failures + 1)); }
   done
   # In the man page a key is a .BR line under its table's .SS heading.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `cmake --install` into a temporary prefix: the binary runs from there, the man pages open with man, and
-# bash loads the completion from where bash-completion looks for it and completes a subcommand with it.
+# `cmake --install` into a temporary prefix: the binary runs from there, the man pages open with man, bash
+# loads the completion from where bash-completion looks for it and completes a subcommand with it, and
+# fish completes a job key's values with its own.
 # Usage: bash install.sh PATH/TO/dptrain REPO_ROOT   (the build folder is the binary's)
 set -u
 DPTRAIN=$(realpath "$1")
@@ -26,6 +27,10 @@ words=$(bash -c "source '$completion'; COMP_WORDS=(dptrain pl); COMP_CWORD=1; CO
                  \$(complete -p dptrain | sed -E 's/.* -F ([^ ]+) .*/\\1/') dptrain pl dptrain; echo \"\${COMPREPLY[*]}\"" 2>&1)
 [[ $words == *plan* ]] && ok "bash completes 'dptrain pl' to plan" || fail "bash completion of 'dptrain pl': '$words'"
 [[ -f $PREFIX/share/zsh/vendor-completions/_dptrain ]] && ok "zsh completion installed" || fail "no zsh completion"
+fish_file=$PREFIX/share/fish/vendor_completions.d/dptrain.fish
+words=$(fish -c "source '$fish_file'; complete -C 'dptrain run job.toml --set parallel.strategy='" 2>&1)
+[[ $words == *parallel.strategy=pipeline* ]] && ok "fish completes a --set key's values" ||
+  fail "fish completion from $fish_file: '$words'"
 
 echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures failing check(s))"
 ((failures == 0))
