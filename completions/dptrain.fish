@@ -5,6 +5,7 @@
 # (table.key=) for --set, with the valid values of the enumerated keys after the '='.
 
 complete -c dptrain -f
+complete -c dptrain -s h -l help -d 'print help and exit'
 complete -c dptrain -n __fish_use_subcommand -l version -d 'print the version and this machine\'s line'
 complete -c dptrain -n __fish_use_subcommand -a run -d 'train a job; outside an MPI job, launch itself under mpirun'
 complete -c dptrain -n __fish_use_subcommand -a plan -d 'how a job would divide, group or pipeline its work'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every job key dptrain knows (the resolved job.toml of a run lists them all) is documented in
 # man/dptrain-job.5 and offered by the bash, zsh and fish completions; every table, nested ones ([parallel.comm])
-# included, is listed in the man page's SYNOPSIS; every subcommand of --help has a man section.
+# included, is listed in the man page's SYNOPSIS; every subcommand of --help has a man section, and every
+# option of its --help is in the man page and in the three completions.
 # Usage: bash docs_in_step.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
@@ -48,6 +49,17 @@ done <"$TMP/run/job.toml"
 for sub in $("$DPTRAIN" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}'); do
   grep -q "^\.SS \"\\?$sub" "$ROOT/man/dptrain.1" || grep -q "^\.SS $sub" "$ROOT/man/dptrain.1" ||
     { echo "not ok - subcommand $sub has no section in man/dptrain.1"; failures=$((failures + 1)); }
+  # Every option of its --help: in the man page (hyphens written \-), and offered by every completion.
+  for opt in $("$DPTRAIN" "$sub" --help | grep -oE '^ +(-[a-z],)?--[a-z-]+' | grep -oE -- '--[a-z-]+'); do
+    name=${opt#--}
+    grep -qF -- "${opt//-/\\-}" "$ROOT/man/dptrain.1" ||
+      { echo "not ok - $sub $opt missing from man/dptrain.1"; failures=$((failures + 1)); }
+    for f in completions/dptrain.bash completions/_dptrain; do
+      grep -qF -- "$opt" "$ROOT/$f" || { echo "not ok - $sub $opt missing from $f"; failures=$((failures + 1)); }
+    done
+    grep -qE -- "-l $name( |$)" "$ROOT/completions/dptrain.fish" ||
+      { echo "not ok - $sub $opt missing from completions/dptrain.fish"; failures=$((failures + 1)); }
+  done
 done
 echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures missing)"
 ((failures == 0))
