@@ -117,12 +117,15 @@ Cluster profiled_cluster(const Job& job) {
   return c.with_speeds(speeds);
 }
 
+namespace {
+// Seconds of forward and backward of the whole model on `samples` samples under the workload's times.
 double model_seconds(const pipeline::Workload& w, double samples) {
   double t = 0;
   for (const pipeline::BlockCost& b : w.blocks)
     t += samples * (b.forward_s + b.backward_s) + b.forward_fixed_s + b.backward_fixed_s;
   return t;
 }
+}  // namespace
 
 Cluster measured_cluster(const Job& job, const pipeline::Workload& w, const std::vector<double>& step_ms,
                          const std::vector<int64_t>& local_batch) {

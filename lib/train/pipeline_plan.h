@@ -35,8 +35,6 @@ Cluster profiled_cluster(const Job& job);
 // the workload's times: what a run plans with.
 Cluster measured_cluster(const Job& job, const pipeline::Workload& w, const std::vector<double>& step_ms,
                          const std::vector<int64_t>& local_batch);
-// Seconds of forward and backward of the whole model on `samples` samples under the workload's times.
-double model_seconds(const pipeline::Workload& w, double samples);
 
 // The layer profile the run plans from: [parallel.pipeline] profile (a dptrain layer profile of this
 // model), or the model's blocks timed now on the job's device at a micro-batch of a quarter of the global

@@ -174,9 +174,9 @@ class PipelineStrategy final : public Strategy {
     const auto kind = make_optimizer(in_.job.optim, 0);  // its name and state slots
     std::vector<float> state;
     if (sync_) state = sync_->full_state(optimizer_->state_to_host(), kind->slots());
-    const std::vector<float> params = gather_params(state, kind->slots());
+    Gathered all = gather(state, kind->slots());
     if (in_.comm.rank() != 0) return {};
-    return {in_.model.fingerprint(), kind->name(), step, optimizer_steps_, params, std::move(gathered_state_), {}};
+    return {in_.model.fingerprint(), kind->name(), step, optimizer_steps_, std::move(all.params), std::move(all.state), {}};
   }
 
  private:
@@ -231,17 +231,19 @@ class PipelineStrategy final : public Strategy {
   }
 
   // Rank 0 gathers every stage's parameters (from its first replica) into the model's order; with
-  // `slots` > 0 also the optimizer state (`state`: this rank's stage's whole state, slot major), into
-  // gathered_state_. Collective.
-  std::vector<float> gather_params(const std::vector<float>& state, int slots) {
+  // `slots` > 0 also the optimizer state (`state`: this rank's stage's whole state, slot major), slot
+  // major over the whole model. Collective; empty on other ranks.
+  struct Gathered {
+    std::vector<float> params, state;
+  };
+  Gathered gather(const std::vector<float>& state, int slots) {
     Communicator& comm = in_.comm;
     const int64_t P = int64_t(in_.model.params().size());
     const bool with_state = slots > 0;
-    std::vector<float> params;
-    gathered_state_.clear();
+    Gathered out;
     if (comm.rank() == 0) {
-      params.resize(size_t(P));
-      gathered_state_.assign(size_t(slots) * size_t(P), 0.0f);
+      out.params.resize(size_t(P));
+      out.state.assign(size_t(slots) * size_t(P), 0.0f);
     }
     for (size_t s = 0; s < plan_.stages.size(); ++s) {
       const pipeline::Stage& st = plan_.stages[s];
@@ -262,18 +264,18 @@ class PipelineStrategy final : public Strategy {
           comm.irecv(std::as_writable_bytes(std::span(p)), leader, kGatherTag).wait();
           if (with_state) comm.irecv(std::as_writable_bytes(std::span(z)), leader, kGatherTag).wait();
         }
-        std::copy(p.begin(), p.end(), params.begin() + begin);
+        std::copy(p.begin(), p.end(), out.params.begin() + begin);
         if (with_state)
           for (int k = 0; k < slots; ++k)
-            std::copy_n(z.begin() + k * count, count, gathered_state_.begin() + k * P + begin);
+            std::copy_n(z.begin() + k * count, count, out.state.begin() + k * P + begin);
       }
     }
-    return params;
+    return out;
   }
 
   void gather_model() {
-    const std::vector<float> params = gather_params({}, 0);
-    if (in_.comm.rank() == 0) in_.model.params_from_host(params);
+    const Gathered all = gather({}, 0);
+    if (in_.comm.rank() == 0) in_.model.params_from_host(all.params);
   }
 
   // The pipeline line of the phase (rank 0 writes it): every rank's stage peak, gathered. Collective.
@@ -301,7 +303,6 @@ class PipelineStrategy final : public Strategy {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<pipeline_detail::StageRunner> runner_;
   EpochOrder order_{in_.train_set.count, in_.job.job.seed};
-  std::vector<float> gathered_state_;  // rank 0, by gather_params
   int64_t optimizer_steps_ = 0;        // taken by every stage alike (rank 0 may hold none)
 };
 
