@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every job key dptrain knows (the resolved job.toml of a run lists them all) is documented in
 # man/dptrain-job.5 and offered by the bash, zsh and fish completions; every table, nested ones ([parallel.comm])
-# included, is listed in the man page's SYNOPSIS; every subcommand of --help has a man section, and every
-# option of its --help is in the man page and in the three completions.
+# included, is listed in the man page's SYNOPSIS; every subcommand of --help has its page man/dptrain-SUB.1,
+# listed in dptrain(1), and every option of its --help is in that page and in the three completions.
 # Usage: bash docs_in_step.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
@@ -47,13 +47,15 @@ while IFS= read -r line; do
     { echo "not ok - $key missing from man/dptrain-job.5"; failures=$((failures + 1)); }
 done <"$TMP/run/job.toml"
 for sub in $("$DPTRAIN" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}'); do
-  grep -q "^\.SS \"\\?$sub" "$ROOT/man/dptrain.1" || grep -q "^\.SS $sub" "$ROOT/man/dptrain.1" ||
-    { echo "not ok - subcommand $sub has no section in man/dptrain.1"; failures=$((failures + 1)); }
+  page=man/dptrain-$sub.1
+  [[ -f $ROOT/$page ]] || { echo "not ok - subcommand $sub has no page $page"; failures=$((failures + 1)); continue; }
+  grep -q "dptrain\\\\-$sub (1)" "$ROOT/man/dptrain.1" ||
+    { echo "not ok - man/dptrain.1 does not list dptrain-$sub(1)"; failures=$((failures + 1)); }
   # Every option of its --help: in the man page (hyphens written \-), and offered by every completion.
   for opt in $("$DPTRAIN" "$sub" --help | grep -oE '^ +(-[a-z],)?--[a-z-]+' | grep -oE -- '--[a-z-]+'); do
     name=${opt#--}
-    grep -qF -- "${opt//-/\\-}" "$ROOT/man/dptrain.1" ||
-      { echo "not ok - $sub $opt missing from man/dptrain.1"; failures=$((failures + 1)); }
+    grep -qF -- "${opt//-/\\-}" "$ROOT/$page" ||
+      { echo "not ok - $sub $opt missing from $page"; failures=$((failures + 1)); }
     for f in completions/dptrain.bash completions/_dptrain; do
       grep -qF -- "$opt" "$ROOT/$f" || { echo "not ok - $sub $opt missing from $f"; failures=$((failures + 1)); }
     done

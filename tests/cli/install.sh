@@ -15,12 +15,19 @@ fail() { echo "not ok - $1"; failures=$((failures + 1)); }
 if cmake --install "$BUILD" --prefix "$PREFIX" >"$PREFIX.log" 2>&1; then ok "cmake --install"; else fail "cmake --install: $(tail -3 "$PREFIX.log")"; fi
 rm -f "$PREFIX.log"
 "$PREFIX/bin/dptrain" --version | grep -q '^dptrain ' && ok "bin/dptrain runs" || fail "bin/dptrain --version"
-for page in man1/dptrain.1 man5/dptrain-job.5; do
+# dptrain(1), dptrain-job(5) and one page per subcommand of --help.
+pages="man1/dptrain.1 man5/dptrain-job.5"
+for sub in $("$PREFIX/bin/dptrain" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}'); do
+  pages+=" man1/dptrain-$sub.1"
+done
+for page in $pages; do
   f=$PREFIX/share/man/$page
   [[ -f $f ]] && MANWIDTH=100 man -l "$f" 2>/dev/null | grep -q 'dptrain' && ok "man page $page" || fail "man page $page"
 done
 MANPATH=$PREFIX/share/man man -w dptrain 2>/dev/null | grep -q "$PREFIX" && ok "man finds dptrain(1) under the prefix" ||
   fail "man -w dptrain with MANPATH=$PREFIX/share/man"
+MANPATH=$PREFIX/share/man man -w dptrain-run 2>/dev/null | grep -q "$PREFIX" && ok "man finds dptrain-run(1) under the prefix" ||
+  fail "man -w dptrain-run with MANPATH=$PREFIX/share/man"
 completion=$PREFIX/share/bash-completion/completions/dptrain
 [[ -f $completion ]] && ok "bash completion installed" || fail "no $completion"
 words=$(bash -c "source '$completion'; COMP_WORDS=(dptrain pl); COMP_CWORD=1; COMP_LINE='dptrain pl'; COMP_POINT=10;
