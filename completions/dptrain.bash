@@ -1,7 +1,7 @@
 # bash completion for dptrain(1).
 # Install: copy to /usr/share/bash-completion/completions/dptrain (or source it from ~/.bashrc).
 #
-# Completes the subcommands (run, plan, profile), their options, .toml job files, directories for --out, and job keys
+# Completes the subcommands (run, plan, estimate, profile), their options, .toml job files, directories for --out, and job keys
 # (table.key=) for --set, with the valid values of the enumerated keys after the '='.
 # Works with and without the bash-completion package.
 
@@ -138,7 +138,7 @@ _dptrain() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "run plan profile" -- "$cur"))
+      COMPREPLY=($(compgen -W "run plan estimate profile" -- "$cur"))
     fi
   elif [[ $sub == run ]]; then
     case $prev in
@@ -181,6 +181,21 @@ _dptrain() {
         if [[ $cur == -* ]]; then
           COMPREPLY=($(compgen -W "--set --workers --seed --json --cluster --profile --profile-batch --stages
             --micro-batches -h --help" -- "$cur"))
+        else
+          _dptrain_paths "$cur" toml
+        fi
+        ;;
+    esac
+  elif [[ $sub == estimate ]]; then
+    case $prev in
+      --set) _dptrain_set_arg "$cur" ;;
+      --device) COMPREPLY=($(compgen -W "h200 h100 a100-80 a100-40 l40s v100 rtx4090" -- "$cur")) ;;
+      --peak-tflops | --bandwidth | --device-memory) ;;
+      --cluster | --profile) _dptrain_paths "$cur" toml ;;
+      *)
+        if [[ $cur == -* ]]; then
+          COMPREPLY=($(compgen -W "--set --cluster --profile --device --peak-tflops --bandwidth --device-memory --fit
+            --no-timing --json -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
         fi

@@ -1,7 +1,7 @@
 # fish completion for dptrain(1). Install: copy to ~/.config/fish/completions/dptrain.fish (or, system
 # wide, to share/fish/vendor_completions.d/, where `cmake --install` puts it).
 #
-# Completes the subcommands (run, plan, profile), their options, .toml job files, and job keys
+# Completes the subcommands (run, plan, estimate, profile), their options, .toml job files, and job keys
 # (table.key=) for --set, with the valid values of the enumerated keys after the '='.
 
 complete -c dptrain -f
@@ -12,7 +12,7 @@ complete -c dptrain -n __fish_use_subcommand -a plan -d 'how a job would divide,
 complete -c dptrain -n __fish_use_subcommand -a profile -d 'measure collectives, compute, links or the model\'s blocks'
 
 # A job file for every subcommand.
-complete -c dptrain -n '__fish_seen_subcommand_from run plan profile' -k -a '(__fish_complete_suffix .toml)'
+complete -c dptrain -n '__fish_seen_subcommand_from run plan estimate profile' -k -a '(__fish_complete_suffix .toml)'
 
 # Every job key (lib/job/schema.cpp; man dptrain-job(5)), and the valid values of the enumerated ones.
 function __dptrain_set_words
@@ -79,7 +79,7 @@ function __dptrain_set_words
         echo $k=
     end
 end
-complete -c dptrain -n '__fish_seen_subcommand_from run plan profile' -l set -x -a '(__dptrain_set_words)' \
+complete -c dptrain -n '__fish_seen_subcommand_from run plan estimate profile' -l set -x -a '(__dptrain_set_words)' \
     -d 'override a job key (repeatable)'
 
 # run
@@ -89,6 +89,17 @@ complete -c dptrain -n '__fish_seen_subcommand_from run' -l force -d 'replace an
 complete -c dptrain -n '__fish_seen_subcommand_from run' -l dry-run -d 'print the mpirun command, run nothing'
 complete -c dptrain -n '__fish_seen_subcommand_from run' -l json -d 'print summary.json at the end'
 
+# estimate
+complete -c dptrain -n __fish_use_subcommand -a estimate -d 'what a job needs: memory, FLOPs, times, devices'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l cluster -r -F -d 'estimate on this cluster file'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l profile -r -F -d 'step times from this layer profile'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l device -x -a 'h200 h100 a100-80 a100-40 l40s v100 rtx4090' -d 'device kind'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l peak-tflops -x -d 'the device\'s peak TFLOP/s'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l bandwidth -x -d 'the device\'s memory GB/s'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l device-memory -x -d 'the device\'s memory in GB'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l fit -d 'the fewest devices the job fits on'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l no-timing -d 'memory only'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l json -d 'the estimate as one JSON object'
 # plan
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l workers -x -d 'plan for N ranks drawn from the job\'s kinds'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l seed -x -d 'seed of the draw and the solvers'

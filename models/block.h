@@ -35,6 +35,8 @@ struct BlockShape {
   int64_t out_floats = 0;     // per sample: its output, the next block's input (0 for the head)
   int64_t saved_floats = 0;   // per sample: what its backward reads besides its input, kept from forward
   int64_t scratch_floats = 0; // per sample: working memory of one forward or backward
+  int64_t eval_scratch_floats = 0;   // per sample: of a forward that keeps nothing for backward (evaluation)
+  int64_t scratch_fixed_floats = 0;  // per call whatever its samples, on top (attention's T x T)
   double forward_flops = 0, backward_flops = 0;  // per sample
 };
 

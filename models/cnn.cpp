@@ -127,9 +127,7 @@ StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
 }
 
 StepStats Cnn::evaluate(const Batch& b) {
-  // In chunks: the forward keeps every block's output, so a large evaluation batch would otherwise cost
-  // memory in proportion (and run out of cache).
-  constexpr int64_t kChunk = 64;
+  const int64_t kChunk = evaluation_chunk();
   StepStats total;
   for (int64_t begin = 0; begin < b.n; begin += kChunk) {
     const int64_t m = std::min(kChunk, b.n - begin);

@@ -27,6 +27,9 @@ class Cnn final : public Model {
   std::string type() const override { return "cnn"; }
   StepStats forward_backward(const Batch& b, float loss_scale) override;
   StepStats evaluate(const Batch& b) override;
+  // In chunks: the forward keeps every block's output, so a large evaluation batch would otherwise cost
+  // memory in proportion (and run out of cache).
+  int64_t evaluation_chunk() const override { return 64; }
   std::string describe() const override;
 
  protected:

@@ -166,6 +166,7 @@ std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv,
   BlockShape s = unit_shape(name, "conv_norm_relu", conv.w_offset, norm.b_offset + norm.channels, conv);
   s.saved_floats = s.out_floats + 2;
   s.scratch_floats = s.out_floats;
+  s.eval_scratch_floats = s.saved_floats;  // forward keeps its saved activations in scratch
   const double conv_f = conv_flops(conv.shape), elementwise = 6.0 * double(s.out_floats);
   s.forward_flops = conv_f + elementwise;
   s.backward_flops = conv_f * (first ? 1 : 2) + 2 * elementwise;
@@ -178,6 +179,7 @@ std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout co
   BlockShape s = unit_shape(name, "residual", conv1.w_offset, norm2.b_offset + norm2.channels, conv1);
   s.saved_floats = 3 * s.out_floats + 4;
   s.scratch_floats = 3 * s.out_floats;
+  s.eval_scratch_floats = s.saved_floats;
   const double convs = conv_flops(conv1.shape) + conv_flops(conv2.shape), elementwise = 14.0 * double(s.out_floats);
   s.forward_flops = convs + elementwise;
   s.backward_flops = 2 * convs + 2 * elementwise;
@@ -194,6 +196,7 @@ std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t 
   s.in_floats = channels * spatial;
   s.saved_floats = channels + classes;
   s.scratch_floats = std::max(channels, classes);  // the logits in forward, the pooled gradient in backward
+  s.eval_scratch_floats = classes + channels;       // the logits and the pooled input
   s.forward_flops = double(channels * spatial) + 2.0 * double(channels * classes) + 5.0 * double(classes);
   s.backward_flops = double(channels * spatial) + 4.0 * double(channels * classes);
   return std::make_unique<CnnHead>(s, channels, spatial, classes, w_offset, scratch, k);

@@ -140,7 +140,9 @@ std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& di
   s.param_count = end - l.ln1_g;
   s.in_floats = s.out_floats = dims.t * dims.c;
   s.saved_floats = Layer::saved_per_sample(dims);
-  s.scratch_floats = 9 * dims.t * dims.c;  // backward's (forward takes T C), and attention's T^2 per call
+  s.scratch_floats = 9 * dims.t * dims.c;  // backward's (forward takes T C), and attention's per call:
+  s.scratch_fixed_floats = k.attention_scratch(dims.t, dims.nh);
+  s.eval_scratch_floats = dims.t * dims.c + s.saved_floats;
   // Matmuls 2 T C (3C + C + 4C + 4C); attention's two T x T products and softmax; norms, GELU, adds.
   const double matmul = 2.0 * T * C * 12.0 * C, attention = 4.0 * T * T * C + 5.0 * NH * T * T;
   const double elementwise = 16.0 * T * C + 40.0 * T * C;
@@ -161,6 +163,7 @@ GptHead::GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, 
         s.in_floats = dims.t * dims.c;
         s.saved_floats = dims.t * dims.c + 2 * dims.t + dims.t * dims.v;
         s.scratch_floats = std::max(dims.t * dims.v, 2 * dims.t * dims.c);  // the logits; backward's gradients
+        s.eval_scratch_floats = dims.t * dims.v + dims.t * dims.c + 2 * dims.t;
         const double T = double(dims.t), C = double(dims.c), V = double(dims.v);
         s.forward_flops = 8.0 * T * C + 2.0 * T * C * V + 5.0 * T * V;
         s.backward_flops = 8.0 * T * C + 4.0 * T * C * V;

@@ -131,6 +131,7 @@ std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& 
     s.saved_floats = head ? d.out : 0;  // the head keeps its loss gradient
     // relu(x) and its gradient in backward; relu(x) and the logits in the head's forward.
     s.scratch_floats = std::max(relu_in ? 2 * d.in : 0, head ? (relu_in ? d.in : 0) + d.out : 0);
+    s.eval_scratch_floats = (relu_in ? d.in : 0) + (head ? d.out : 0);
     const double matmul = 2.0 * double(d.in) * double(d.out);
     s.forward_flops = matmul + (relu_in ? double(d.in) : 0.0);
     // Weights' gradient, and the input's except in the first block (nobody needs the data's gradient).

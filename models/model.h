@@ -78,6 +78,8 @@ class Model {
   virtual StepStats forward_backward(const Batch& b, float loss_scale) = 0;
   // Forward only.
   virtual StepStats evaluate(const Batch& b) = 0;
+  // The most samples evaluate() runs through the blocks at once (0: the whole batch).
+  virtual int64_t evaluation_chunk() const { return 0; }
   // Loss terms per sample: 1 for classifiers, the context length for language models.
   virtual int64_t targets_per_sample() const { return 1; }
   // Forward FLOPs of one sample (sum over layers); backward costs about twice this.

@@ -62,6 +62,19 @@ int plan_cgp(const PlanCommand& cmd, const Job& job);
 // plan_pipeline.cpp: cmd_plan with --profile: stages, devices, micro-batches and recomputation.
 int plan_pipeline(const PlanCommand& cmd, const Job& job);
 
+struct EstimateCommand {
+  std::string job_path;
+  std::vector<std::string> overrides;  // --set dotted.key=value
+  std::string cluster_file;            // --cluster: this cluster file's [cluster] instead of the job's
+  std::string profile;                 // --profile: a dptrain layer profile of the job's model (times)
+  std::string device;                  // --device: a known kind (times from its peak rates; --fit's kind)
+  double peak_tflops = 0, bandwidth_gbps = 0, device_memory_gb = 0;  // a device given by numbers
+  bool fit = false;                    // --fit: the fewest devices of the kind the job fits on
+  bool no_timing = false;              // --no-timing: memory only (no blocks timed here)
+  bool json = false;
+};
+int cmd_estimate(const EstimateCommand& cmd);
+
 // Outside an MPI job: runs this same command line (less --dry-run, plus extra_args) on the ranks of
 // `launch` through mpirun and returns its exit status; with dry_run, prints the mpirun command instead.
 int relaunch_under_mpirun(const LaunchSection& launch, ProcessArgs process, bool dry_run,

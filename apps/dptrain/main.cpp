@@ -94,6 +94,32 @@ int main(int argc, char** argv) {
     status = cmd_plan(plan);
   });
 
+  EstimateCommand est;
+  auto* est_cmd = app.add_subcommand("estimate", "estimate what a job needs per device (memory by term, FLOPs, step, "
+                                                 "epoch and job time) and in all (the fewest devices, a "
+                                                 "scheduler's request)");
+  est_cmd->add_option("job", est.job_path, "the TOML job file")->required()->type_name("JOB.toml");
+  est_cmd->add_option("--set", est.overrides, "override a job key, validated like the file (repeatable)")
+      ->type_name("KEY=VALUE")->allow_extra_args(false);
+  est_cmd->add_option("--cluster", est.cluster_file, "estimate on this cluster file's [cluster] instead of the job's")
+      ->type_name("FILE");
+  est_cmd->add_option("--profile", est.profile, "step times from this layer profile of the job's model "
+                                                "(profile --layers --out)")->type_name("FILE");
+  est_cmd->add_option("--device", est.device, "a device kind: times from its peak rates (a lower bound) and --fit's "
+                                              "kind (h200, h100, a100-80, a100-40, l40s, v100, rtx4090)")
+      ->type_name("NAME");
+  est_cmd->add_option("--peak-tflops", est.peak_tflops, "the device's peak TFLOP/s (instead of or over --device)")
+      ->check(CLI::PositiveNumber)->type_name("X");
+  est_cmd->add_option("--bandwidth", est.bandwidth_gbps, "the device's memory bandwidth in GB/s")
+      ->check(CLI::PositiveNumber)->type_name("GBPS");
+  est_cmd->add_option("--device-memory", est.device_memory_gb, "the device's memory in GB")
+      ->check(CLI::PositiveNumber)->type_name("GB");
+  est_cmd->add_flag("--fit", est.fit, "also find the fewest devices of the kind on which every rank fits");
+  est_cmd->add_flag("--no-timing", est.no_timing, "memory only: time nothing (without --profile or --device the "
+                                                  "blocks are timed here)");
+  est_cmd->add_flag("--json", est.json, "print the estimate as one JSON object");
+  est_cmd->callback([&] { status = cmd_estimate(est); });
+
   ProfileCommand profile;
   auto* profile_cmd = app.add_subcommand("profile", "measure this launch: collectives (--collectives), compute "
                                                     "speed per rank (--compute), links between ranks (--links), "

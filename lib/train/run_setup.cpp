@@ -161,9 +161,11 @@ int default_threads(const Job& job, const Communicator& comm) {
 
 bool paced_by_thread_cpu(const Kernels& kernels) { return kernels.host_memory && cpu::compute_threads() == 1; }
 
+int64_t evaluation_chunk(const Dataset& held_out) { return held_out.context > 0 ? 64 : 1000; }
+
 // Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
 EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch) {
-  const int64_t chunk = held_out.context > 0 ? 64 : 1000;
+  const int64_t chunk = evaluation_chunk(held_out);
   std::vector<uint32_t> idx;
   BatchBuffer buffer;
   StepStats total;

@@ -59,7 +59,9 @@ struct RunMachines {
   std::string json;
 };
 RunMachines gather_machines(Communicator& comm);
-// Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
+// Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks of this many
+// samples (the last one shorter).
+int64_t evaluation_chunk(const Dataset& held_out);
 EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch);
 
 }  // namespace dp::train_detail

@@ -1,0 +1,88 @@
+// Device kinds by name (peak dense rates and memory from their vendors' data sheets), and the layer
+// profile a device's peak rates give the model's blocks: each block's forward and backward as a roofline
+// (FLOPs at the peak rate, or the bytes it moves at the memory bandwidth, whichever takes longer), so
+// the times are a lower bound a real run does not reach.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lib/core/error.h"
+#include "lib/estimate/estimate.h"
+
+namespace dp::estimate {
+
+std::vector<DeviceKind> known_devices() {
+  // name, memory GB, fp32 TFLOP/s, bf16 TFLOP/s (dense tensor cores), memory GB/s, GPU
+  return {
+      {"h200", 141, 67, 989, 4800, true},    {"h100", 80, 67, 989, 3350, true},
+      {"a100-80", 80, 19.5, 312, 2039, true}, {"a100-40", 40, 19.5, 312, 1555, true},
+      {"l40s", 48, 91.6, 362, 864, true},     {"v100", 32, 15.7, 0, 900, true},
+      {"rtx4090", 24, 82.6, 165, 1008, true},
+  };
+}
+
+DeviceKind device_kind(const std::string& name, const std::string& where) {
+  std::string names;
+  for (const DeviceKind& d : known_devices()) {
+    if (d.name == name) return d;
+    names += (names.empty() ? "" : ", ") + d.name;
+  }
+  throw UsageError(where, fmt::format("unknown device '{}'", name),
+                   fmt::format("known: {}; or give its rates with --peak-tflops, --bandwidth and --device-memory",
+                               names));
+}
+
+pipeline::BlockProfile roofline_profile(const ModelFacts& facts, const DeviceKind& d, bool bf16,
+                                        int64_t micro_batch) {
+  const double flops_per_s = 1e12 * (bf16 && d.peak_tflops_bf16 > 0 ? d.peak_tflops_bf16 : d.peak_tflops);
+  const double bytes_per_s = 1e9 * d.memory_gbps;
+  auto seconds = [&](double flops, double bytes) {
+    return std::max(flops_per_s > 0 ? flops / flops_per_s : 0.0, bytes_per_s > 0 ? bytes / bytes_per_s : 0.0);
+  };
+  pipeline::BlockProfile p = shape_profile(facts, micro_batch);
+  p.device = d.name;
+  const double n = double(micro_batch);
+  for (size_t i = 0; i < facts.blocks.size(); ++i) {
+    const BlockShape& b = facts.blocks[i];
+    pipeline::BlockRow& row = p.blocks[i];
+    // Forward reads its input and weights and writes its output and what it saves; backward reads those
+    // and writes the gradients of its input and weights: about twice the bytes.
+    const double moved = n * 4.0 * double(b.in_floats + b.in_tokens + b.out_floats + b.saved_floats);
+    const double weights = 4.0 * double(b.param_count + b.shared_count);
+    row.forward_ms = 1e3 * seconds(n * b.forward_flops, moved + weights);
+    row.backward_ms = 1e3 * seconds(n * b.backward_flops, 2 * moved + 2 * weights);
+    row.forward_fixed_ms = 1e3 * seconds(0, weights);
+    row.backward_fixed_ms = 1e3 * seconds(0, 2 * weights);
+    row.update_ms = 1e3 * seconds(0, 4.0 * weights);  // read weights, gradients and state, write them
+  }
+  return p;
+}
+
+pipeline::BlockProfile shape_profile(const ModelFacts& facts, int64_t micro_batch) {
+  pipeline::BlockProfile p;
+  p.model = facts.describe;
+  p.micro_batch = micro_batch;
+  p.input_bytes = 4.0 * double(facts.input_floats + facts.input_tokens);
+  auto owner = [&](int64_t offset) {
+    for (size_t j = 0; j < facts.blocks.size(); ++j) {
+      const BlockShape& s = facts.blocks[j];
+      if (offset >= s.param_offset && offset < s.param_offset + s.param_count) return int(j);
+    }
+    return -1;
+  };
+  for (size_t i = 0; i < facts.blocks.size(); ++i) {
+    const BlockShape& s = facts.blocks[i];
+    const double input = i == 0 ? p.input_bytes : 4.0 * double(facts.blocks[i - 1].out_floats);
+    pipeline::BlockRow row;
+    row.name = s.name;
+    row.output_bytes = 4.0 * double(s.out_floats);
+    row.saved_bytes = input + 4.0 * double(s.saved_floats);
+    row.work_bytes = 4.0 * double(s.scratch_floats);
+    row.param_bytes = 4.0 * double(s.param_count);
+    row.shares_weights_with = s.shared_count > 0 ? owner(s.shared_offset) : -1;
+    p.blocks.push_back(std::move(row));
+  }
+  return p;
+}
+
+}  // namespace dp::estimate

@@ -1,0 +1,152 @@
+// estimate_job (estimate.h): the per-rank estimate of the job's strategy (data parallel here; CGP and
+// pipeline in strategies.cpp), then what follows from it for every rank (resident size, whether it fits)
+// and for the job (FLOPs, epoch and job time, the scheduler's request, the fewest devices that fit).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "lib/balance/balance.h"
+#include "lib/estimate/estimate_internal.h"
+#include "lib/pipeline/plan_internal.h"
+
+namespace dp::estimate {
+namespace detail {
+
+double blocks_seconds(const pipeline::BlockProfile& p, int first, int last, double n) {
+  double s = 0;
+  for (int b = first; b <= last; ++b) {
+    const pipeline::BlockRow& r = p.blocks[size_t(b)];
+    const double fixed = r.forward_fixed_ms + r.backward_fixed_ms;
+    s += fixed + n * (r.forward_ms + r.backward_ms - fixed) / double(p.micro_batch);
+  }
+  return s * 1e-3;
+}
+
+double update_seconds(const pipeline::BlockProfile& p, int first, int last) {
+  double s = 0;
+  for (int b = first; b <= last; ++b) s += p.blocks[size_t(b)].update_ms;
+  return s * 1e-3;
+}
+
+std::vector<int64_t> shares_of(int64_t batch, const std::vector<double>& speeds, bool by_speed) {
+  const std::vector<double> equal(speeds.size(), 1.0);
+  return divide_batch(batch, by_speed ? speeds : equal, 0);
+}
+
+double sync_tail_seconds(const Job& job, const Cluster& c, const std::vector<int>& ranks, double bytes) {
+  const CommSection& comm = job.parallel.comm;
+  const double whole = pipeline::detail::ring_allreduce_seconds(c, ranks, bytes);
+  if (comm.algorithm != "mra" || !comm.overlap) return whole;
+  // MRA: buckets reduce-scattered while backward runs; after it, the last bucket's reduce-scatter, and
+  // the all-gather of the updated parameters (half a ring allreduce) unless it runs into the next forward.
+  const double last_bucket = std::min(bytes, comm.bucket_mb * 1e6);
+  return 0.5 * pipeline::detail::ring_allreduce_seconds(c, ranks, last_bucket) + (comm.overlap_forward ? 0.0 : 0.5 * whole);
+}
+
+void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
+                         const std::vector<int>& ranks, int64_t batch, const std::string& role,
+                         std::vector<RankEstimate>& out, double& step_s) {
+  std::vector<double> speeds;
+  for (int r : ranks) speeds.push_back(c.rank(r).speed);
+  const bool idat = job.parallel.balance.mode == "idat";
+  const std::vector<int64_t> shares = shares_of(batch, speeds, idat);
+  // I-DAT starts from [parallel.balance] speeds (or equal shares) before it has measured any: buffers
+  // only grow, so they hold the larger of the first and the balanced share.
+  std::vector<double> first_speeds(ranks.size(), 1.0);
+  const std::vector<double>& given = job.parallel.balance.speeds;
+  for (size_t i = 0; i < ranks.size() && given.size() == size_t(c.size()); ++i) first_speeds[i] = given[size_t(ranks[i])];
+  const std::vector<int64_t> first = shares_of(batch, first_speeds, idat);
+  const bool sharded = job.parallel.comm.algorithm == "mra";
+  const int64_t k = int64_t(ranks.size());
+  const int64_t state = sharded ? (facts.parameters + k - 1) / k : facts.parameters;
+  const int last = int(facts.blocks.size()) - 1;
+  double slowest = 0, comm = 0, update = 0;
+  if (t.profile) {
+    comm = sync_tail_seconds(job, c, ranks, 4.0 * double(facts.parameters));
+    update = update_seconds(*t.profile, 0, last) / double(sharded ? k : 1);
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    RankEstimate r;
+    r.rank = ranks[i];
+    r.role = role;
+    r.samples = shares[i];
+    r.memory = data_parallel_memory(job, facts, std::max(shares[i], first[i]), ranks[i] == 0 ? facts.eval_chunk : 0,
+                                    state);
+    if (t.profile) {
+      r.compute_s = blocks_seconds(*t.profile, 0, last, double(shares[i])) / speeds[i];
+      r.comm_s = comm;
+      r.update_s = update;
+      slowest = std::max(slowest, r.compute_s);
+    }
+    out.push_back(r);
+  }
+  step_s = t.profile ? slowest + comm + update : 0.0;
+}
+
+}  // namespace detail
+
+namespace {
+
+void data_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e) {
+  std::vector<int> all(size_t(c.size()));
+  std::iota(all.begin(), all.end(), 0);
+  const BalanceSection& b = job.parallel.balance;
+  e.strategy = fmt::format("data ({}, {} shares)", job.parallel.comm.algorithm, b.mode == "idat" ? "I-DAT" : "equal");
+  detail::data_parallel_ranks(job, facts, c, t, all, job.train.global_batch, "data", e.ranks, e.step_s);
+}
+
+int64_t round_up(double bytes, double unit) { return int64_t(std::ceil(bytes / unit) * unit); }
+
+}  // namespace
+
+Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
+                      const Options& o) {
+  Estimate e;
+  e.model = facts.describe;
+  e.timing_basis = t.profile ? t.basis : "none (memory only)";
+  e.flops_per_sample = facts.forward_flops() + facts.backward_flops();
+  e.flops_per_step = e.flops_per_sample * double(job.train.global_batch);
+  e.steps_per_epoch = (facts.train_samples + job.train.global_batch - 1) / job.train.global_batch;
+  e.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * e.steps_per_epoch;
+  const std::string& strategy = job.parallel.strategy;
+  if (strategy == "cgp") detail::cgp_ranks(job, facts, c, t, e);
+  else if (strategy == "pipeline") detail::pipeline_ranks(job, facts, c, t, e);
+  else data_ranks(job, facts, c, t, e);
+  std::sort(e.ranks.begin(), e.ranks.end(), [](const RankEstimate& a, const RankEstimate& b) { return a.rank < b.rank; });
+  for (RankEstimate& r : e.ranks) {
+    r.host_bytes += facts.dataset_bytes;
+    r.resident_bytes = o.baseline_resident_bytes + r.host_bytes + (o.gpu ? 0.0 : r.memory.total());
+    r.memory_limit_bytes = c.rank(r.rank).memory_gb * 1e9;
+    r.fits = r.memory_limit_bytes <= 0 || r.memory.total() <= r.memory_limit_bytes;
+  }
+  if (e.step_s > 0) {
+    e.samples_per_s = double(job.train.global_batch) / e.step_s;
+    // Rank 0 evaluates the test set (forward only, about a third of a training step per sample).
+    double forward = 0, total = 0;
+    for (const pipeline::BlockRow& b : t.profile->blocks) forward += b.forward_ms, total += b.forward_ms + b.backward_ms;
+    const double per_sample = detail::blocks_seconds(*t.profile, 0, int(t.profile->blocks.size()) - 1, 1.0) *
+                              (total > 0 ? forward / total : 0.0);
+    e.eval_s = per_sample * double(facts.test_samples) / c.rank(0).speed;
+    const int64_t every = job.train.eval_every > 0 ? job.train.eval_every : e.steps_per_epoch;
+    const int64_t evals = (e.total_steps + every - 1) / every;
+    e.epoch_s = double(e.steps_per_epoch) * e.step_s + double(e.steps_per_epoch) / double(every) * e.eval_s;
+    e.job_s = double(e.total_steps) * e.step_s + double(evals) * e.eval_s;
+  }
+  // The request: every rank's cores and the largest rank's memory with headroom, GPUs on CUDA ranks.
+  ResourceRequest& q = e.request;
+  q.ranks = c.size();
+  q.nodes = c.nodes();
+  q.ranks_per_node = (q.ranks + q.nodes - 1) / q.nodes;
+  q.cpus_per_rank = job.train.threads > 0 ? job.train.threads : 1;
+  double most = 0;
+  for (const RankEstimate& r : e.ranks) most = std::max(most, r.resident_bytes);
+  q.memory_per_rank_bytes = round_up(most * (1 + o.memory_headroom), double(1 << 20));
+  q.gpus_per_rank = o.gpu ? 1 : 0;
+  q.time_limit_s = e.job_s > 0 ? std::ceil(e.job_s * (1 + o.time_headroom) / 60.0) * 60.0 + 300.0 : 0.0;
+  if (o.fit_device) e.fit = fewest_devices(job, facts, t, *o.fit_device);
+  return e;
+}
+
+}  // namespace dp::estimate

@@ -1,0 +1,148 @@
+// Resource estimation (`dptrain estimate`): what a job needs on every device before it runs. Per rank,
+// for the job's strategy (data parallel, plain or MRA with its sharded optimizer state, with equal or
+// I-DAT shares; CGP groups and the parameter server; pipeline stages with their micro-batches in flight
+// and recomputation): parameter, gradient, optimizer-state, activation and workspace bytes, the
+// process's resident size, FLOPs, the predicted step time and from it the time of an epoch and of the
+// job; the fewest devices of a kind the job fits on; and the request a scheduler needs.
+//
+// The memory terms are those of the buffers the run allocates (every one of them charges the process's
+// memory meter, which `dptrain run` records as allocated_peak_bytes in summary.json), computed from the
+// model's block shapes (models/block.h) without allocating activations. Times come from a layer profile
+// (dptrain profile --layers, or the blocks timed here) on the job's cluster speeds, or from a device's
+// peak rates (a roofline: a lower bound). Pure functions of their arguments but for model_facts().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/cluster/cluster.h"
+#include "lib/job/job.h"
+#include "lib/pipeline/profile.h"
+#include "models/block.h"
+
+namespace dp::estimate {
+
+// A device kind by name (--device h200) with its memory and peak rates, or given by numbers.
+struct DeviceKind {
+  std::string name;
+  double memory_gb = 0;            // device memory
+  double peak_tflops = 0;          // dense fp32 (CPU, or a GPU's fp32 path)
+  double peak_tflops_bf16 = 0;     // dense bf16 tensor cores (GPUs; 0: as fp32)
+  double memory_gbps = 0;          // memory bandwidth, GB/s
+  bool gpu = false;
+};
+std::vector<DeviceKind> known_devices();
+// Throws UsageError (where: `where`) for an unknown name, listing the known ones.
+DeviceKind device_kind(const std::string& name, const std::string& where);
+
+struct ModelFacts;
+// A layer profile of the model's sizes (as `profile --layers` writes them) with no times.
+pipeline::BlockProfile shape_profile(const ModelFacts& facts, int64_t micro_batch);
+// The same with each block's times at device `d`'s peak rates (a roofline: a lower bound).
+pipeline::BlockProfile roofline_profile(const ModelFacts& facts, const DeviceKind& d, bool bf16, int64_t micro_batch);
+
+// What the estimate needs of the job's model and data (model_facts() builds the model to read them).
+struct ModelFacts {
+  std::string describe;            // "mlp: 784-256-128-10, 235,146 parameters"
+  std::vector<BlockShape> blocks;  // in running order
+  int64_t parameters = 0;
+  int64_t input_floats = 0;        // per sample: the data (0 for text)
+  int64_t input_tokens = 0;        // per sample: token ids (text)
+  int64_t targets_per_sample = 1;
+  int64_t train_samples = 0, test_samples = 0;
+  int64_t eval_chunk = 0;          // samples rank 0 evaluates at once (lib/train/run_setup.cpp)
+  double dataset_bytes = 0;        // what every rank holds of the data set in memory
+  double fixed_bytes = 0;          // the model's buffers besides parameters, gradients and activations
+                                   //   (a CNN's convolution workspace, a head's constant vectors)
+  bool shared_head = false;        // a tied LM head: the pipeline keeps it with the embedding
+  double forward_flops() const;    // per sample
+  double backward_flops() const;
+};
+ModelFacts model_facts(const Job& job);
+
+struct MemoryTerms {  // bytes on one device
+  double params = 0, grads = 0, optimizer = 0, activations = 0, workspace = 0;
+  // What the runtime holds besides, at the rank's peak: a pipeline rank's or a CGP rank's whole-model
+  // copy (evaluation, checkpoints) and the model its speed probe times before training.
+  double other = 0;
+  double total() const { return params + grads + optimizer + activations + workspace + other; }
+};
+
+struct RankEstimate {
+  int rank = 0;
+  std::string role;              // "data", "group 1", "stage 0 (blocks 0-3)", "+ server"
+  int64_t samples = 0;           // per step (a stage: per micro-batch)
+  MemoryTerms memory;            // the buffers the run allocates (the device's memory on a GPU)
+  double host_bytes = 0;         // host memory besides: the data set, a server's copies of the model
+  double resident_bytes = 0;     // the process's peak resident size (CPU ranks: buffers included)
+  double memory_limit_bytes = 0; // [cluster] memory of its device (0: unknown)
+  bool fits = true;
+  double compute_s = 0, comm_s = 0, update_s = 0;  // of one step, predicted (0 without times)
+};
+
+// Where step times come from.
+struct Timing {
+  std::string basis;                              // for the report: "profile FILE", "blocks timed here", ...
+  std::optional<pipeline::BlockProfile> profile;  // per-block times of a device of speed 1 (none: memory only)
+};
+
+// The request a scheduler needs (Slurm's sbatch, a Kubernetes MPIJob).
+struct ResourceRequest {
+  int64_t ranks = 1, nodes = 1, ranks_per_node = 1;
+  int64_t cpus_per_rank = 1;
+  int64_t memory_per_rank_bytes = 0;  // the largest rank's resident estimate plus headroom
+  int64_t gpus_per_rank = 0;
+  double time_limit_s = 0;            // the job's predicted time plus headroom (0: no times)
+};
+
+struct Fit {
+  std::string device;        // the kind
+  int64_t devices = 0;       // the fewest on which every rank fits (0: none up to the limit searched)
+  double peak_bytes = 0;     // the largest rank's buffers there
+  std::string note;          // how (data parallel shards, pipeline stages) or why not
+};
+
+struct Estimate {
+  std::string strategy;            // "data (mra, idat)", "cgp (2 groups)", "pipeline (3 stages, M=8)"
+  std::string model;
+  std::vector<RankEstimate> ranks;
+  double flops_per_sample = 0;     // forward + backward
+  double flops_per_step = 0;
+  double step_s = 0;               // predicted (0: no timing basis)
+  double samples_per_s = 0;
+  int64_t steps_per_epoch = 0, total_steps = 0;
+  double eval_s = 0;               // one evaluation of the test set on rank 0
+  double epoch_s = 0, job_s = 0;
+  std::string timing_basis;
+  std::vector<std::string> notes;  // what the estimate leaves out or assumed
+  ResourceRequest request;
+  std::optional<Fit> fit;
+};
+
+struct Options {
+  double baseline_resident_bytes = 0;  // a rank's resident size before data and buffers (measured)
+  bool gpu = false;                    // ranks train on GPUs: buffers are device memory, not resident
+  std::optional<DeviceKind> fit_device;  // also search the fewest of these that fit
+  double memory_headroom = 0.2, time_headroom = 0.5;
+};
+
+// The estimate of `job` on `cluster` (pipeline_cluster(job): [cluster] speeds under their emulated
+// slowdown). Throws InputError when the strategy's plan cannot be made (a pipeline that cannot fit).
+Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& cluster, const Timing& timing,
+                      const Options& options);
+
+// Buffers of one data-parallel rank (the whole model, Model::run_blocks) training `samples` per step and
+// evaluating `eval_samples` at once (rank 0), its optimizer holding state for `state_params` parameters.
+MemoryTerms data_parallel_memory(const Job& job, const ModelFacts& facts, int64_t samples, int64_t eval_samples,
+                                 int64_t state_params);
+
+// The fewest devices of kind `d` (speed 1, its memory) on which every rank of the job's strategy fits
+// (doubling, then bisecting, up to 4096).
+Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, const DeviceKind& d);
+
+std::string estimate_text(const Estimate& e);
+std::string estimate_json(const Estimate& e);
+
+}  // namespace dp::estimate

@@ -1,0 +1,32 @@
+// Shared by the estimate's strategies (estimate.cpp: data parallel and the assembly; strategies.cpp:
+// CGP and pipeline): block times from a layer profile, and per-rank results.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/estimate/estimate.h"
+
+namespace dp::estimate::detail {
+
+// Seconds of forward + backward of blocks [first, last] over n samples on a device of speed 1 (the
+// profile's per-micro-batch fixed parts paid once), and of the optimizer's update of their parameters.
+double blocks_seconds(const pipeline::BlockProfile& p, int first, int last, double n);
+double update_seconds(const pipeline::BlockProfile& p, int first, int last);
+
+// The samples each of `speeds.size()` ranks takes of `batch`: in proportion to speed (I-DAT) or equal.
+std::vector<int64_t> shares_of(int64_t batch, const std::vector<double>& speeds, bool by_speed);
+
+// Seconds the gradient exchange of `bytes` over `ranks` adds after backward under [parallel.comm]
+// (plain: a whole allreduce; MRA: what its overlap with backward leaves over).
+double sync_tail_seconds(const Job& job, const Cluster& c, const std::vector<int>& ranks, double bytes);
+
+// Data-parallel ranks `ranks` sharing `batch` per step (one CGP group, or the whole job).
+void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
+                         const std::vector<int>& ranks, int64_t batch, const std::string& role,
+                         std::vector<RankEstimate>& out, double& step_s);
+
+void cgp_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
+void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
+
+}  // namespace dp::estimate::detail

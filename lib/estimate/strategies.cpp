@@ -1,0 +1,124 @@
+// The estimate's CGP and pipeline ranks (estimate_internal.h). A CGP rank trains its group's share like a
+// data-parallel rank of that group; a pipeline rank holds its stage as the planner's memory model says
+// (lib/pipeline: what a stage's buffers hold, tested). Both strategies also keep the whole model on every
+// rank (evaluation and checkpoints) and time it before training on a second copy (the speed probe), and a
+// pipeline's rank 0 times every block when no profile is given: MemoryTerms::other.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/cgp/cgp.h"
+#include "lib/estimate/estimate_internal.h"
+#include "lib/train/pipeline_plan.h"
+
+namespace dp::estimate::detail {
+namespace {
+
+// Bytes of the whole model's parameters, gradients and fixed buffers.
+double whole_model_bytes(const ModelFacts& f) { return 8.0 * double(f.parameters) + f.fixed_bytes; }
+
+// A second model timed on `samples` (forward and backward, no optimizer), alive before training.
+double probe_bytes(const Job& job, const ModelFacts& f, int64_t samples) {
+  return data_parallel_memory(job, f, samples, 0, 0).total();
+}
+
+cgp::Grouping job_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {
+  const CgpSection& g = job.parallel.cgp;
+  if (!g.groups.empty()) return cgp::Grouping(g.groups.begin(), g.groups.end());
+  const int last = int(facts.blocks.size()) - 1;
+  const double sample_s = t.profile ? blocks_seconds(*t.profile, 0, last, 1.0) : 1e-3;
+  cgp::SolveOptions o;
+  o.solver = g.solver;
+  o.max_staleness = double(g.max_staleness);
+  o.group_count = int(g.group_count);
+  o.seed = job.job.seed;
+  o.time_limit_s = g.solver_seconds;
+  return cgp::solve(c, cgp::job_workload(job, facts.parameters, sample_s), o).grouping;
+}
+
+}  // namespace
+
+void cgp_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e) {
+  const cgp::Grouping grouping = cgp::normalized(job_grouping(job, facts, c, t));
+  const int groups = *std::max_element(grouping.begin(), grouping.end()) + 1;
+  e.strategy = fmt::format("cgp ({} group(s): {})", groups, cgp::grouping_text(grouping));
+  const int64_t n = c.size();
+  const int64_t probe = (job.train.global_batch + n - 1) / n;  // every rank times its equal share
+  for (int g = 0; g < groups; ++g) {
+    std::vector<int> members;
+    for (int r = 0; r < int(n); ++r)
+      if (grouping[size_t(r)] == g) members.push_back(r);
+    const int64_t batch =
+        std::max<int64_t>(1, std::llround(double(job.train.global_batch) * double(members.size()) / double(n)));
+    double step = 0;
+    const size_t first = e.ranks.size();
+    data_parallel_ranks(job, facts, c, t, members, batch, fmt::format("group {}", g), e.ranks, step);
+    for (size_t i = first; i < e.ranks.size(); ++i) {
+      RankEstimate& r = e.ranks[i];
+      // Before training: the probe's model beside the rank's own; after, the group's buffers.
+      r.memory.other = std::max(0.0, whole_model_bytes(facts) + probe_bytes(job, facts, probe) - r.memory.total());
+      // Host: the update sent to the server; the server's global model on rank 0.
+      r.host_bytes += 4.0 * double(facts.parameters) * (r.rank == 0 ? 2 : 1);
+      r.host_bytes += facts.dataset_bytes;  // the probe loads the data set a second time
+      if (r.rank == 0) r.role += " + server";
+    }
+  }
+  if (t.profile) {
+    const cgp::Prediction p = cgp::predict(c, cgp::job_workload(job, facts.parameters,
+                                           blocks_seconds(*t.profile, 0, int(facts.blocks.size()) - 1, 1.0)), grouping);
+    e.step_s = p.samples_per_s > 0 ? double(job.train.global_batch) / p.samples_per_s : 0.0;
+    e.notes.push_back("cgp: step time = the global batch over the groups' predicted samples/s together");
+  }
+}
+
+void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e) {
+  const pipeline::BlockProfile profile = t.profile ? *t.profile : shape_profile(facts, profile_micro_batch(job));
+  const pipeline::Workload w = job_pipeline_workload(job, profile);
+  const PipelineChoice choice = choose_pipeline_plan(job, w, c);
+  const pipeline::Plan& plan = choice.result.plan;
+  const pipeline::Prediction& pred = choice.result.prediction;
+  e.strategy = fmt::format("pipeline ({} stage(s), {} micro-batches, {})", plan.stages.size(), plan.micro_batches,
+                           choice.how);
+  const double whole = whole_model_bytes(facts);
+  const double probe = probe_bytes(job, facts, profile_micro_batch(job));
+  const double eval = data_parallel_memory(job, facts, 0, facts.eval_chunk, 0).total() - whole;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const pipeline::Stage& st = plan.stages[s];
+    const pipeline::StagePrediction& sp = pred.stages[s];
+    double params = 0, kept = 0;
+    size_t next = 0;
+    for (int b = st.first; b <= st.last; ++b) {
+      params += w.blocks[size_t(b)].param_bytes;
+      const bool recomputed = next < st.recompute.size() && st.recompute[next] == b;
+      next += recomputed;
+      kept += recomputed ? w.input_bytes_of(b) : w.blocks[size_t(b)].saved_bytes;
+    }
+    const double out = st.last + 1 < int(w.blocks.size()) ? w.blocks[size_t(st.last)].output_bytes : 0.0;
+    for (size_t i = 0; i < st.ranks.size(); ++i) {
+      RankEstimate r;
+      r.rank = st.ranks[i];
+      r.role = fmt::format("stage {} (blocks {}-{}{})", s, st.first, st.last,
+                           st.recompute.empty() ? "" : fmt::format(", recomputing {}", st.recompute.size()));
+      r.samples = sp.shares[i];
+      r.memory.params = r.memory.grads = params;
+      r.memory.optimizer = (w.state_bytes_per_param_byte(st.ranks.size()) - 2.0) * params;
+      r.memory.activations = double(sp.shares[i]) * double(sp.in_flight) * (kept + out);
+      r.memory.workspace = sp.peak_bytes[i] - r.memory.params - r.memory.grads - r.memory.optimizer -
+                           r.memory.activations;
+      // Besides the stage: the whole model (rank 0 evaluates it, after training began); before training,
+      // the probe's copy (and rank 0's block timing, about as large).
+      const double training = sp.peak_bytes[i] + whole + (r.rank == 0 ? eval : 0.0);
+      r.memory.other = std::max(training, whole + probe) - sp.peak_bytes[i];
+      r.compute_s = double(plan.micro_batches) * (sp.forward_s + sp.backward_s);
+      r.comm_s = double(plan.micro_batches) * sp.link_s + sp.allreduce_s;
+      r.update_s = sp.update_s;
+      r.host_bytes += facts.dataset_bytes;  // the probe loads the data set a second time
+      e.ranks.push_back(r);
+    }
+  }
+  e.step_s = t.profile ? pred.minibatch_s : 0.0;
+  e.notes.insert(e.notes.end(), choice.warnings.begin(), choice.warnings.end());
+}
+
+}  // namespace dp::estimate::detail
