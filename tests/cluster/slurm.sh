@@ -4,7 +4,8 @@
 #     summary.json of 2 ranks), its ranks started by srun --mpi=pmix ([launch] launcher = "auto");
 #  2. inside salloc: a job without ranks takes the allocation's tasks; launcher = "mpirun" works too; a
 #     job asking for more ranks than the allocation has is refused with one line, exit 2;
-#  3. a longer run is scancel'led while it trains: CANCELLED, no process of it left, its newest checkpoint
+#  3. a longer run gets Slurm's time-limit warning (USR1 to the batch shell: reported, the run goes on),
+#     then is scancel'led while it trains: CANCELLED, no process of it left, its newest checkpoint
 #     resumes to a finished run.
 # Usage: bash slurm.sh PATH/TO/dptrain PATH/TO/cluster_emit_driver REPO_ROOT
 # Needs root (the daemons run as root) and Debian's slurm-wlm and munge (scripts/install-deps.sh).
@@ -109,6 +110,14 @@ if [[ $(slurm_job_field "$id" JobState) == RUNNING ]] && compgen -G "runs/long/c
   running=$(pgrep -f -- "--out $TMP/runs/long" | wc -l)
   [[ $running -ge 4 ]] && ok "$running processes of the run before scancel" ||
     not_ok "processes" "expected dptrain, srun and 2 ranks, found $running: $(pgrep -a -f -- "--out $TMP/runs/long")"
+  # Slurm's warning before the time limit (#SBATCH --signal=B:USR1@...), sent now: the batch shell
+  # reports it and the run goes on.
+  scancel --batch --signal=USR1 "$id"
+  for _ in $(seq 1 20); do grep -q "Slurm time limit in about" "slurm-long-$id.out" && break; sleep 0.25; done
+  sleep 1
+  if grep -q "Slurm time limit in about 360 s" "slurm-long-$id.out" &&
+     [[ $(slurm_job_field "$id" JobState) == RUNNING ]]; then ok "USR1 warning reported, the run goes on"
+  else not_ok "USR1 warning" "state $(slurm_job_field "$id" JobState): $(grep -v '^step' "slurm-long-$id.out" | tail -3)"; fi
   scancel "$id"
   start=$(date +%s.%N)
   state=$(slurm_wait_job "$id" 120)
@@ -129,7 +138,7 @@ if [[ $(slurm_job_field "$id" JobState) == RUNNING ]] && compgen -G "runs/long/c
     ok "the cancelled run resumes from $newest to step $((step + 20))"
   else not_ok "resume" "$(tail -3 resume.out)"; fi
 else
-  not_ok "long run" "no checkpoint while running (state $(slurm_job_field "$id" JobState)): $(tail -3 slurm-slurm-long-$id.out)"
+  not_ok "long run" "no checkpoint while running (state $(slurm_job_field "$id" JobState)): $(tail -3 slurm-long-$id.out)"
   scancel "$id"
 fi
 
