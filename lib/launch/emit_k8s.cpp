@@ -81,7 +81,8 @@ std::string pod(const std::string& container, const std::string& image, const st
     for (const auto& [resource, amount] : resources) s += i + "          " + resource + ": " + q(amount) + "\n";
   }
   s += i + "      volumeMounts:\n";
-  s += i + "      - name: \"job\"\n" + i + "        mountPath: " + q(kMountedJobDir) + "\n" + i + "        readOnly: true\n";
+  s += i + "      - name: \"job\"\n";
+  s += i + "        mountPath: " + q(kMountedJobDir) + "\n" + i + "        readOnly: true\n";
   s += i + "    volumes:\n";
   s += i + "    - name: \"job\"\n" + i + "      configMap:\n" + i + "        name: " + q(config_map) + "\n";
   s += i + "        items:\n" + i + "        - key: \"job.toml\"\n" + i + "          path: \"job.toml\"\n";

@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
     r.ranks = ranks > 0 ? ranks : job.launch.ranks;
     r.nodes = nodes;
     r.ranks_per_node = per_node > 0 ? per_node : (r.ranks + nodes - 1) / nodes;
-    const std::string text = emit == "slurm" ? dp::sbatch_script(r) : emit == "k8s" ? dp::mpijob_manifest(r) : r.job_text;
+    const std::string text = emit == "slurm" ? dp::sbatch_script(r)
+                             : emit == "k8s"  ? dp::mpijob_manifest(r)
+                                              : r.job_text;
     std::fputs(text.c_str(), stdout);
     return 0;
   } catch (const dp::Error& e) {

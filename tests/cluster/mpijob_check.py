@@ -217,7 +217,8 @@ BROKEN = [  # (what, change, caught only by the strict schema)
     ("misspelt replica type Workers", rename("spec.mpiReplicaSpecs.Worker", "Workers"), False),
     ("misspelt ConfigMap data", rename("cm.data", "date"), False),
     ("worker mounts the job elsewhere", set_value(f"{W}.containers.0.volumeMounts.0.mountPath", "/etc/other"), False),
-    ("launcher does not run dptrain", set_value(f"{L}.containers.0.command", ["mpirun", "-np", "2", "hostname"]), False),
+    ("launcher does not run dptrain",
+     set_value(f"{L}.containers.0.command", ["mpirun", "-np", "2", "hostname"]), False),
     ("ConfigMap key renamed", rename(["cm", "data", "job.toml"], "job.tom"), False),
     ("workers run no sshd", set_value(f"{W}.containers.0.command", ["sleep", "infinity"]), False),
 ]

@@ -25,7 +25,10 @@ ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
 
 # The data section's job.toml of the manifest's ConfigMap, written to $2.
-extract_job() { $PY -c 'import sys, yaml; print(next(yaml.safe_load_all(open(sys.argv[1])))["data"]["job.toml"], end="")' "$1" > "$2"; }
+extract_job() {
+  $PY -c 'import sys, yaml; print(next(yaml.safe_load_all(open(sys.argv[1])))["data"]["job.toml"], end="")' \
+    "$1" > "$2"
+}
 
 # 1. 4 ranks on 2 GPU workers, a time limit, an image and extra run arguments.
 "$DRIVER" k8s "$REPO/configs/quickstart.toml" --ranks 4 --nodes 2 --cpus 2 --memory-mib 1536 --gpus 1 \

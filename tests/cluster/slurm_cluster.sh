@@ -79,7 +79,10 @@ slurm_wait_job() {
   local id=$1 limit=$2 state i
   for i in $(seq 1 $((limit * 2))); do
     state=$(slurm_job_field "$id" JobState)
-    case "$state" in PENDING|RUNNING|COMPLETING|CONFIGURING|SUSPENDED|"") sleep 0.5 ;; *) echo "$state"; return 0 ;; esac
+    case "$state" in
+      PENDING|RUNNING|COMPLETING|CONFIGURING|SUSPENDED|"") sleep 0.5 ;;
+      *) echo "$state"; return 0 ;;
+    esac
   done
   echo "TIMEOUT($state)"
 }
