@@ -32,7 +32,7 @@ _dptrain_keys=(
   cluster.emulate.slowdown cluster.emulate.fluctuate_rank cluster.emulate.fluctuate_from
   cluster.emulate.fluctuate_to cluster.emulate.fluctuate_factor cluster.emulate.fluctuate_move_every cluster.emulate.random_walk
   cluster.emulate.link_gbps cluster.emulate.link_latency_us cluster.emulate.as_described
-  launch.ranks launch.hosts launch.mpirun_args launch.mpirun
+  launch.ranks launch.hosts launch.mpirun_args launch.mpirun launch.hostfile launch.launcher
   checkpoint.enabled checkpoint.every checkpoint.keep
   log.every log.progress
 )
@@ -60,6 +60,8 @@ _dptrain_values() {
     parallel.balance.mode) echo equal idat ;;
     checkpoint.enabled) echo true false ;;
     log.progress) echo auto bar plain none ;;
+    launch.launcher) echo auto mpirun srun ;;
+    launch.hostfile) echo file ;;
     job.output_dir) echo dir ;;
     data.path) echo file ;;
   esac

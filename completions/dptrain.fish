@@ -48,6 +48,8 @@ function __dptrain_set_words
                 for v in equal idat; echo $key=$v; end
             case log.progress
                 for v in auto bar plain none; echo $key=$v; end
+            case launch.launcher
+                for v in auto mpirun srun; echo $key=$v; end
         end
         return
     end
@@ -75,6 +77,7 @@ function __dptrain_set_words
         cluster.emulate.fluctuate_factor cluster.emulate.fluctuate_move_every \
         cluster.emulate.random_walk cluster.emulate.link_gbps cluster.emulate.link_latency_us \
         cluster.emulate.as_described launch.ranks launch.hosts launch.mpirun_args launch.mpirun \
+        launch.hostfile launch.launcher \
         checkpoint.enabled checkpoint.every checkpoint.keep log.every log.progress
         echo $k=
     end

@@ -35,6 +35,7 @@ LaunchSection launch_of(const ProfileCommand& cmd) {
   LaunchSection launch;
   if (!cmd.job_path.empty()) launch = load_job(cmd.job_path, cmd.overrides).launch;
   if (cmd.ranks > 0) launch.ranks = cmd.ranks;
+  launch.ranks_given = launch.ranks_given || cmd.ranks > 0;
   return launch;
 }
 

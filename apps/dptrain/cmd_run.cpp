@@ -25,10 +25,10 @@ RunOptions run_options(const RunCommand& cmd) {
 }
 
 int launch(const RunCommand& cmd, ProcessArgs process) {
-  const Job job = load_job(cmd.job_path, cmd.overrides);
+  std::vector<std::string> extra;
+  const Job job = job_as_launched(cmd.job_path, cmd.overrides, extra);
   check_run_inputs(job, run_options(cmd));
   // mpirun gives ranks a pseudo-terminal, so only this process can tell whether output is a terminal.
-  std::vector<std::string> extra;
   if (job.log.progress == "auto")
     extra.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
                                                                     : "--set=log.progress=plain");

@@ -76,9 +76,15 @@ struct EstimateCommand {
 int cmd_estimate(const EstimateCommand& cmd);
 
 // Outside an MPI job: runs this same command line (less --dry-run, plus extra_args) on the ranks of
-// `launch` through mpirun and returns its exit status; with dry_run, prints the mpirun command instead.
+// `launch` through mpirun (or srun in a Slurm allocation, slurm.h) and returns its exit status; with
+// dry_run, prints the command instead. Checks the hostfile first.
 int relaunch_under_mpirun(const LaunchSection& launch, ProcessArgs process, bool dry_run,
                           const std::vector<std::string>& extra_args = {});
+
+// The job as its ranks will load it: inside a Slurm allocation, a job that does not say how many ranks
+// takes the allocation's tasks ("--set=launch.ranks=N" appended to rank_args for the ranks).
+Job job_as_launched(const std::string& job_path, const std::vector<std::string>& overrides,
+                    std::vector<std::string>& rank_args);
 
 // "dptrain 0.1.0" and the compiled-in backends.
 std::string version_text();

@@ -1,20 +1,39 @@
-// relaunch_under_mpirun: how `run` and `profile` start their ranks from outside an MPI job.
+// relaunch_under_mpirun: how `run` and `profile` start their ranks from outside an MPI job (mpirun, or
+// srun inside a Slurm allocation), and the rank count a run takes from an allocation.
 #include <cstdio>
 #include <string_view>
 
 #include "apps/dptrain/commands.h"
+#include "lib/launch/hostfile.h"
 #include "lib/launch/launcher.h"
+#include "lib/launch/slurm.h"
 
 namespace dp::app {
 
-int relaunch_under_mpirun(const LaunchSection& launch, ProcessArgs process, bool dry_run,
+Job job_as_launched(const std::string& job_path, const std::vector<std::string>& overrides,
+                    std::vector<std::string>& rank_args) {
+  Job job = load_job(job_path, overrides);
+  const int64_t ranks = launch_ranks(job.launch, this_host());
+  if (ranks == job.launch.ranks) return job;
+  const std::string set = "launch.ranks=" + std::to_string(ranks);
+  std::vector<std::string> with_ranks = overrides;
+  with_ranks.push_back(set);
+  rank_args.push_back("--set=" + set);
+  return load_job(job_path, with_ranks);
+}
+
+int relaunch_under_mpirun(const LaunchSection& job_launch, ProcessArgs process, bool dry_run,
                           const std::vector<std::string>& extra_args) {
+  const LaunchHost host = this_host();
+  LaunchSection launch = job_launch;
+  launch.ranks = launch_ranks(launch, host);
+  if (!launch.hostfile.empty()) read_hostfile(launch.hostfile);  // a bad hostfile stops here, not in mpirun
   // The ranks get this command line without --dry-run, so the printed command is the one a run executes.
   std::vector<std::string> self_args;
   for (int i = 1; i < *process.argc; ++i)
     if (std::string_view((*process.argv)[i]) != "--dry-run") self_args.emplace_back((*process.argv)[i]);
   self_args.insert(self_args.end(), extra_args.begin(), extra_args.end());
-  const auto argv = mpirun_command(launch, this_host(), self_args);
+  const auto argv = launch_command(launch, host, self_args);
   if (dry_run) {
     std::printf("%s\n", shell_line(argv).c_str());
     return 0;

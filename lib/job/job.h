@@ -189,6 +189,9 @@ struct LaunchSection {
   std::vector<std::string> hosts;        // mpirun --host entries ("node1:4"); empty: this machine
   std::vector<std::string> mpirun_args;  // appended verbatim
   std::string mpirun = "mpirun";
+  std::string hostfile;                  // mpirun --hostfile; resolved against the job file's folder
+  std::string launcher = "auto";         // "auto" (srun inside a Slurm allocation) | "mpirun" | "srun"
+  bool ranks_given = false;              // not a key: whether the job (or --set) says ranks
 };
 
 struct CheckpointSection {

@@ -244,6 +244,13 @@ Job parse_job(std::string_view text, const std::string& source_name,
   const Reader reader(doc, source_name, origins);
   for (const auto& key : schema()) reader.read(key, job);
   for (const auto& key : schema()) reader.check(key, job);
+  job.launch.ranks_given = reader.given(*find_dotted("launch.ranks"));
+  // A relative hostfile is the job file's neighbour; ranks and emitted jobs get the absolute path.
+  if (!job.launch.hostfile.empty() && std::filesystem::path(job.launch.hostfile).is_relative())
+    job.launch.hostfile =
+        std::filesystem::absolute(std::filesystem::path(source_name).parent_path() / job.launch.hostfile)
+            .lexically_normal()
+            .string();
   return job;
 }
 

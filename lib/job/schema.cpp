@@ -26,6 +26,7 @@ static const std::vector<std::string> kRecompute = {"auto", "none", "all"};
 static const std::vector<std::string> kCommAlgorithms = {"native", "ring", "mra"};
 static const std::vector<std::string> kBalanceModes = {"equal", "idat"};
 static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
+static const std::vector<std::string> kLaunchers = {"auto", "mpirun", "srun"};
 
 std::string number_text(double v) { return fmt::format("{}", v); }
 
@@ -59,6 +60,18 @@ static Check check_hosts(const Job& j) {
     if (h[i].empty())
       return Problem{"must not be empty", static_cast<int>(i), "write hosts as \"name:slots\""};
   return std::nullopt;
+}
+
+static Check check_hostfile(const Job& j) {
+  if (j.launch.hostfile.empty() || j.launch.hosts.empty()) return std::nullopt;
+  return Problem{"is given with launch.hosts", -1, "name the machines in one of them: hosts or hostfile"};
+}
+
+static Check check_launcher(const Job& j) {
+  const auto& l = j.launch;
+  if (l.launcher != "srun" || (l.hosts.empty() && l.hostfile.empty())) return std::nullopt;
+  return Problem{"srun runs on the Slurm allocation's nodes, not on launch.hosts or launch.hostfile", -1,
+                 "remove hosts/hostfile, or use launcher = \"mpirun\""};
 }
 
 static Check check_min_lr(const Job& j) {
@@ -259,6 +272,8 @@ const std::vector<KeySpec>& schema() {
       {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts, {}},
       {"launch", "mpirun_args", DP_FIELD(launch.mpirun_args), nullptr, {}},
       {"launch", "mpirun", DP_FIELD(launch.mpirun), DP_RULE(not_empty(j.launch.mpirun)), {}},
+      {"launch", "hostfile", DP_FIELD(launch.hostfile), check_hostfile, {}},
+      {"launch", "launcher", DP_FIELD(launch.launcher), check_launcher, kLaunchers},
 
       {"checkpoint", "enabled", DP_FIELD(checkpoint.enabled), nullptr, {}},
       {"checkpoint", "every", DP_FIELD(checkpoint.every), DP_RULE(at_least(j.checkpoint.every, 0)), {}},

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "lib/core/error.h"
+#include "lib/launch/slurm.h"
 
 extern char** environ;
 
@@ -45,7 +46,11 @@ std::vector<std::string> mpirun_command(const LaunchSection& launch, const Launc
                                         const std::vector<std::string>& self_args) {
   std::vector<std::string> cmd{launch.mpirun, "-np", std::to_string(launch.ranks)};
   if (host.is_root) cmd.push_back("--allow-run-as-root");
-  if (launch.hosts.empty()) {
+  if (!launch.hostfile.empty()) {
+    cmd.insert(cmd.end(), {"--hostfile", launch.hostfile});
+  } else if (launch.hosts.empty() && slurm_allocation(host)) {
+    // Inside a Slurm allocation mpirun finds the nodes and slots itself (and starts its daemons with srun).
+  } else if (launch.hosts.empty()) {
     // One machine: keep all traffic local; allow more ranks than cores (and then do not pin them).
     cmd.insert(cmd.end(), {"--mca", "btl", "self,vader", "--mca", "oob_tcp_if_include", "lo"});
     if (launch.ranks > host.cores) cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", "none"});
@@ -66,6 +71,11 @@ std::vector<std::string> mpirun_command(const LaunchSection& launch, const Launc
   cmd.push_back(host.self_exe);
   cmd.insert(cmd.end(), self_args.begin(), self_args.end());
   return cmd;
+}
+
+std::vector<std::string> launch_command(const LaunchSection& launch, const LaunchHost& host,
+                                        const std::vector<std::string>& self_args) {
+  return uses_srun(launch, host) ? srun_command(launch, host, self_args) : mpirun_command(launch, host, self_args);
 }
 
 std::string shell_line(const std::vector<std::string>& argv) {

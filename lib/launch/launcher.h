@@ -28,11 +28,17 @@ LaunchHost this_host();
 bool inside_mpi_job(const std::function<const char*(const char*)>& getenv);
 
 // The full mpirun command that runs `self_args` (the subcommand and its arguments) on every rank:
-// -np from [launch] ranks, --host from hosts, --oversubscribe when local ranks exceed the cores,
+// -np from [launch] ranks, --host from hosts or --hostfile from hostfile (inside a Slurm allocation,
+// neither: mpirun takes the allocation's nodes), --oversubscribe when local ranks exceed the cores,
 // --allow-run-as-root for root, loopback-only transports on one machine, -x for the environment
 // variables ranks need (OpenBLAS/OpenMP settings, PATH, LD_LIBRARY_PATH, DPTRAIN_*), then the job's
 // extra mpirun_args verbatim. Reads nothing but its arguments.
 std::vector<std::string> mpirun_command(const LaunchSection& launch, const LaunchHost& host,
+                                        const std::vector<std::string>& self_args);
+
+// The command that starts the ranks: srun_command (slurm.h) when uses_srun, else mpirun_command.
+// `launch.ranks` is the count to start (launch_ranks in slurm.h resolves it against an allocation).
+std::vector<std::string> launch_command(const LaunchSection& launch, const LaunchHost& host,
                                         const std::vector<std::string>& self_args);
 
 // The command as one line a shell would accept (arguments quoted where needed).

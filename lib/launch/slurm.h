@@ -1,0 +1,42 @@
+// Slurm allocations: whether `dptrain run` was started inside one (salloc, sbatch), read from the
+// environment Slurm gives the allocation's shell, and the srun command that starts ranks in it. Pure
+// functions of a LaunchHost (tested with fake environments).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/job/job.h"
+#include "lib/launch/launcher.h"
+
+namespace dp {
+
+struct SlurmAllocation {
+  std::string job_id;         // SLURM_JOB_ID
+  int64_t tasks = 0;          // SLURM_NTASKS (0: the allocation did not say)
+  int64_t nodes = 0;          // SLURM_JOB_NUM_NODES (0: unknown)
+  int64_t cpus_per_task = 0;  // SLURM_CPUS_PER_TASK (0: not given)
+};
+
+// The allocation this process runs in, or nullopt outside one or when this process is already a rank
+// (an srun step's task). Throws UsageError when a Slurm count in the environment is not a number.
+std::optional<SlurmAllocation> slurm_allocation(const LaunchHost& host);
+
+// Whether ranks are started with srun: launcher = "srun", or "auto" inside an allocation when the job
+// names no machines (hosts, hostfile).
+bool uses_srun(const LaunchSection& launch, const LaunchHost& host);
+
+// The number of ranks to start: the job's, or, inside an allocation that says how many tasks it has,
+// the allocation's when the job does not say. Throws UsageError when the job asks for more ranks than
+// the allocation has.
+int64_t launch_ranks(const LaunchSection& launch, const LaunchHost& host);
+
+// srun --mpi=pmix (Debian's OpenMPI has PMIx, not Slurm's PMI-2) --ntasks=RANKS --kill-on-bad-exit=1,
+// the allocation's --cpus-per-task (srun 22.05 does not inherit it), then this executable and its
+// arguments. Slurm forwards the whole environment.
+std::vector<std::string> srun_command(const LaunchSection& launch, const LaunchHost& host,
+                                      const std::vector<std::string>& self_args);
+
+}  // namespace dp
