@@ -34,7 +34,7 @@ _dptrain_keys=(
   cluster.emulate.link_gbps cluster.emulate.link_latency_us cluster.emulate.as_described
   launch.ranks launch.hosts launch.mpirun_args launch.mpirun
   checkpoint.enabled checkpoint.every checkpoint.keep
-  log.every log.progress
+  log.every log.progress log.trace log.trace_first log.trace_steps
 )
 
 # Valid values of the enumerated keys, "dir" for keys that name a directory, "file" for a file or
@@ -60,6 +60,7 @@ _dptrain_values() {
     parallel.balance.mode) echo equal idat ;;
     checkpoint.enabled) echo true false ;;
     log.progress) echo auto bar plain none ;;
+    log.trace) echo true false ;;
     job.output_dir) echo dir ;;
     data.path) echo file ;;
   esac
