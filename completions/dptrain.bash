@@ -34,7 +34,7 @@ _dptrain_keys=(
   cluster.emulate.link_gbps cluster.emulate.link_latency_us cluster.emulate.as_described
   launch.ranks launch.hosts launch.mpirun_args launch.mpirun launch.hostfile launch.launcher
   checkpoint.enabled checkpoint.every checkpoint.keep
-  log.every log.progress
+  log.every log.progress log.trace log.trace_first log.trace_steps
 )
 
 # Valid values of the enumerated keys, "dir" for keys that name a directory, "file" for a file or
@@ -62,6 +62,7 @@ _dptrain_values() {
     log.progress) echo auto bar plain none ;;
     launch.launcher) echo auto mpirun srun ;;
     launch.hostfile) echo file ;;
+    log.trace) echo true false ;;
     job.output_dir) echo dir ;;
     data.path) echo file ;;
   esac

@@ -24,7 +24,7 @@ function __dptrain_set_words
                 for v in mlp cnn gpt; echo $key=$v; end
             case model.tied_head parallel.cgp.deterministic cluster.emulate.as_described \
                  parallel.comm.overlap parallel.comm.overlap_forward parallel.comm.sharded_update \
-                 checkpoint.enabled
+                 checkpoint.enabled log.trace
                 for v in true false; echo $key=$v; end
             case data.dataset
                 for v in fashion-mnist synthetic text; echo $key=$v; end
@@ -78,7 +78,8 @@ function __dptrain_set_words
         cluster.emulate.random_walk cluster.emulate.link_gbps cluster.emulate.link_latency_us \
         cluster.emulate.as_described launch.ranks launch.hosts launch.mpirun_args launch.mpirun \
         launch.hostfile launch.launcher \
-        checkpoint.enabled checkpoint.every checkpoint.keep log.every log.progress
+        checkpoint.enabled checkpoint.every checkpoint.keep log.every log.progress log.trace \
+        log.trace_first log.trace_steps
         echo $k=
     end
 end

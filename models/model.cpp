@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/core/trace.h"
 #include "models/cnn.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
@@ -44,12 +45,17 @@ StepStats Model::run_blocks(const float* x, const int32_t* tokens, const int32_t
                      backward && s.saved_floats > 0 ? block_saved_.data() + saved_at[size_t(i)] : nullptr};
   };
   StepStats stats;
-  for (int i = 0; i < count; ++i) {
-    block_outs_[size_t(i)].grow(size_t(n * block(i).shape().out_floats));
-    const StepStats si = block(i).forward(w, data(i), loss_scale, h);
-    if (i + 1 == count) stats = si;
+  {
+    const TraceScope traced(backward ? "forward" : "evaluate", {"samples", n});
+    for (int i = 0; i < count; ++i) {
+      block_outs_[size_t(i)].grow(size_t(n * block(i).shape().out_floats));
+      const StepStats si = block(i).forward(w, data(i), loss_scale, h);
+      if (i + 1 == count) stats = si;
+    }
+    if (traced.active()) k_.synchronize();  // traced, a GPU's kernels are timed, not their launch
   }
   if (!backward) return stats;
+  const TraceScope traced("backward", {"samples", n});
   // The head first: each block's dx is the previous block's dy.
   const float* dy = nullptr;
   for (int i = count; i-- > 0;) {
@@ -62,6 +68,7 @@ StepStats Model::run_blocks(const float* x, const int32_t* tokens, const int32_t
     block(i).backward(w, data(i), dy, dx, false, h);
     dy = dx;
   }
+  if (traced.active()) k_.synchronize();
   return stats;
 }
 

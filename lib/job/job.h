@@ -203,6 +203,9 @@ struct CheckpointSection {
 struct LogSection {
   int64_t every = 10;             // steps between metrics.jsonl lines (and plain progress lines)
   std::string progress = "auto";  // "auto" (bar on a terminal, lines otherwise) | "bar" | "plain" | "none"
+  bool trace = true;              // write trace.json (lib/core/trace.h) over the steps below
+  int64_t trace_first = 2;        // first traced step of the invocation (1-based; before it: warm-up)
+  int64_t trace_steps = 10;       // steps traced from trace_first
 };
 
 struct Job {

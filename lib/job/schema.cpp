@@ -281,6 +281,9 @@ const std::vector<KeySpec>& schema() {
 
       {"log", "every", DP_FIELD(log.every), DP_RULE(at_least(j.log.every, 1)), {}},
       {"log", "progress", DP_FIELD(log.progress), nullptr, kProgress},
+      {"log", "trace", DP_FIELD(log.trace), nullptr, {}},
+      {"log", "trace_first", DP_FIELD(log.trace_first), DP_RULE(at_least(j.log.trace_first, 1)), {}},
+      {"log", "trace_steps", DP_FIELD(log.trace_steps), DP_RULE(at_least(j.log.trace_steps, 1)), {}},
   };
   return keys;
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/core/trace.h"
 #include "lib/mra/sync_internal.h"
 
 namespace dp {
@@ -24,7 +25,12 @@ class MraSync final : public GradientSync {
         defer_gather_(overlap_ && o.overlap_forward && o.sharded_update), final_end_(int64_t(params.size())) {
     updated_.assign(plan_.buckets.size(), 0);
     next_claim_ = plan_.buckets.size();  // nothing to claim before the first step's sums
-    if (overlap_) worker_ = std::thread([this] { work(); });
+    // The communication thread records on the rank's "comm" track of the tracer of the thread building it.
+    if (overlap_)
+      worker_ = std::thread([this, tracer = trace_of_this_thread()] {
+        const TraceThread traced(tracer, "comm");
+        work();
+      });
   }
 
   ~MraSync() override {
@@ -71,6 +77,7 @@ class MraSync final : public GradientSync {
 
   SyncTimes finish_step() override {
     const auto t0 = sync_clock::now();
+    const TraceScope traced(overlap_ ? "wait for gradient sums" : "gradient sync");
     gradients_ready(0);  // everything is final now
     if (overlap_) {
       std::unique_lock lock(mutex_);
@@ -95,6 +102,7 @@ class MraSync final : public GradientSync {
     std::unique_lock lock(mutex_);
     if (final_end_ >= end && !error_) return;
     const auto t0 = sync_clock::now();
+    const TraceScope traced("wait for parameters", {"end", end});
     double updating_ms = 0;
     while (true) {
       gathered_.wait(lock, [&] { return final_end_ >= end || error_ || update_to_claim(); });
@@ -129,12 +137,15 @@ class MraSync final : public GradientSync {
     auto params = params_.subspan(size_t(bucket.offset), size_t(bucket.count));
     double ms = 0;
     auto update = [&](int64_t offset, int64_t count) {  // offset relative to the bucket
+      const TraceScope traced("update", {"bucket", int64_t(b)}, {"params", count});
       const auto t0 = sync_clock::now();
       const int64_t in_shard = bucket.offset + offset - shard.offset;
       update_(params.data() + offset, grads.data() + offset, plan_.state_offsets[b] + in_shard, count);
       ms += ms_between(t0, sync_clock::now());
     };
     CollectiveOptions ring{CollectiveAlgorithm::ring, kDefaultSegmentBytes, {}};
+    const TraceScope traced(options_.sharded_update ? "reduce-scatter" : "allreduce", {"bucket", int64_t(b)},
+                            {"bytes", bucket.count * int64_t(sizeof(float))});
     if (options_.sharded_update) {
       if (!defer_gather_)
         ring.on_shard_piece = [&](size_t offset, size_t count) { update(int64_t(offset), int64_t(count)); };
@@ -151,6 +162,7 @@ class MraSync final : public GradientSync {
   void gather(size_t b) {
     if (!options_.sharded_update) return;
     const ParamRange bucket = plan_.buckets[b];
+    const TraceScope traced("all-gather", {"bucket", int64_t(b)}, {"bytes", bucket.count * int64_t(sizeof(float))});
     const CollectiveOptions ring{CollectiveAlgorithm::ring, kDefaultSegmentBytes, {}};
     allgather_shards(*comm_, params_.subspan(size_t(bucket.offset), size_t(bucket.count)), ring);
   }
@@ -215,6 +227,7 @@ class MraSync final : public GradientSync {
     guarded(lock, [&] {
       const auto t0 = sync_clock::now();
       const ParamRange shard = plan_.shards[g];
+      const TraceScope traced("update", {"bucket", int64_t(g)}, {"params", shard.count});
       update(params_.data() + shard.offset, grads_.data() + shard.offset, plan_.state_offsets[g], shard.count);
       const double ms = ms_between(t0, sync_clock::now());
       std::lock_guard relock(mutex_);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "lib/comm/collectives.h"
+#include "lib/core/trace.h"
 #include "lib/mra/sync_internal.h"
 
 namespace dp {
@@ -32,14 +33,23 @@ class PlainSync final : public GradientSync {
     const auto t0 = sync_clock::now();
     auto t1 = t0;
     if (comm_->size() > 1) {
-      comm_->barrier();  // so that waiting for the slowest rank is not counted as communication
+      {
+        const TraceScope traced("wait for slowest rank");
+        comm_->barrier();  // so that waiting for the slowest rank is not counted as communication
+      }
       t1 = sync_clock::now();
       const CollectiveOptions options{algorithm_, kDefaultSegmentBytes, {}};
-      for (const ParamRange& l : layers_)
+      for (size_t i = 0; i < layers_.size(); ++i) {
+        const ParamRange& l = layers_[i];
+        const TraceScope traced("allreduce", {"layer", int64_t(i)}, {"bytes", l.count * int64_t(sizeof(float))});
         allreduce(*comm_, grads_.subspan(size_t(l.offset), size_t(l.count)), options);
+      }
     }
     const auto t2 = sync_clock::now();
-    update_(params_.data(), grads_.data(), 0, int64_t(params_.size()));
+    {
+      const TraceScope traced("update", {"params", int64_t(params_.size())});
+      update_(params_.data(), grads_.data(), 0, int64_t(params_.size()));
+    }
     const auto t3 = sync_clock::now();
     t.wait_ms = ms_between(t0, t1);
     t.comm_ms = ms_between(t1, t2);

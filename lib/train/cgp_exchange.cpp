@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lib/core/error.h"
+#include "lib/core/trace.h"
 
 namespace dp::cgp_detail {
 
@@ -21,7 +22,9 @@ ParameterServer::ParameterServer(Communicator& comm, std::vector<float> global, 
                                  SampleClock clock, int64_t targets_per_sample)
     : comm_(comm), global_(std::move(global)), options_(options), clock_(clock),
       terms_per_sample_(targets_per_sample) {
-  thread_ = std::thread([this] {
+  // The server records on rank 0's "server" track of the tracer of the thread that starts it.
+  thread_ = std::thread([this, tracer = trace_of_this_thread()] {
+    const TraceThread traced(tracer, "server");
     try {
       serve();
     } catch (...) {  // handed to the training thread, which rethrows it at the phase's end
@@ -181,6 +184,8 @@ void ParameterServer::process(int group) {
                            : 0;
   const float scale = float(1.0 / (1.0 + moved));
   const int64_t version = updates ? version_ + 1 : version_;
+  const TraceScope traced(updates ? "server applies update" : "server answers read", {"group", group},
+                          {"staleness", staleness}, {"version", version});
   // The group's next chunk (at most what it asked for, within the epoch and the phase), decided first so
   // that each member's reply can leave as soon as its slice of the update is applied.
   ExchangeReply reply{version, cursor_, 0, 0, staleness, held_ms};

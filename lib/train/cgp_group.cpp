@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "lib/core/trace.h"
 #include "lib/train/run_setup.h"
 #include "lib/train/speed_probe.h"
 
@@ -34,6 +35,7 @@ GroupReplica::GroupReplica(const StrategyInputs& in, Communicator& server, const
 ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int64_t chunk_count, double loss_sum) {
   update_->settle();
   const auto t0 = Clock::now();
+  const TraceScope traced("cgp exchange", {"kind", int64_t(kind)}, {"read_version", version_});
   const int k = comm_->size(), member = comm_->rank();
   const std::span<float> params = in_.model.params();
   const Slice s = slice_of(int64_t(params.size()), member, k);
@@ -57,11 +59,15 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
   stats_samples_ = stats_steps_ = 0;
   std::vector<float> delta;
   Communicator& server = server_;
-  Request sent_req = server.isend(std::as_bytes(std::span(&req, 1)), 0, kRequestTag), sent_delta;
-  if (kind == ExchangeKind::update) {
-    delta.resize(size_t(s.count));
-    for (int64_t j = 0; j < s.count; ++j) delta[size_t(j)] = params[size_t(s.offset + j)] - read_slice_[size_t(j)];
-    sent_delta = server.isend(std::as_bytes(std::span(delta)), 0, kSliceTag);
+  Request sent_req, sent_delta;
+  {
+    const TraceScope push("cgp push", {"bytes", kind == ExchangeKind::update ? s.count * int64_t(sizeof(float)) : 0});
+    sent_req = server.isend(std::as_bytes(std::span(&req, 1)), 0, kRequestTag);
+    if (kind == ExchangeKind::update) {
+      delta.resize(size_t(s.count));
+      for (int64_t j = 0; j < s.count; ++j) delta[size_t(j)] = params[size_t(s.offset + j)] - read_slice_[size_t(j)];
+      sent_delta = server.isend(std::as_bytes(std::span(delta)), 0, kSliceTag);
+    }
   }
   ExchangeReply reply;
   Request got_reply = server.irecv(std::as_writable_bytes(std::span(&reply, 1)), 0, kReplyTag), got_slice;
@@ -69,10 +75,15 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
     read_slice_.resize(size_t(s.count));
     got_slice = server.irecv(std::as_writable_bytes(std::span(read_slice_)), 0, kGlobalTag);
   }
-  sent_req.wait();
-  sent_delta.wait();
-  got_reply.wait();
-  got_slice.wait();
+  {
+    TraceScope pull("cgp pull (wait for server)",
+                    {"bytes", kind != ExchangeKind::progress ? s.count * int64_t(sizeof(float)) : 0});
+    sent_req.wait();
+    sent_delta.wait();
+    got_reply.wait();
+    got_slice.wait();
+    pull.set_arg(1, {"version", reply.version});
+  }
   version_ = reply.version;
   if (kind == ExchangeKind::progress) {  // the replicas stay as they are: they are the global model
     last_exchange_ms_ = ms_since(t0);
@@ -85,6 +96,7 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
     const Slice widest = slice_of(int64_t(params.size()), 0, k);
     std::vector<float> mine(size_t(widest.count), 0.0f), all(size_t(widest.count * k));
     std::copy(read_slice_.begin(), read_slice_.end(), mine.begin());
+    const TraceScope gather("group all-gather", {"bytes", int64_t(all.size() * sizeof(float))});
     comm_->allgather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)));
     std::vector<float> full(params.size());
     for (int i = 0; i < k; ++i) {
@@ -106,6 +118,8 @@ double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::functi
   auto step_start = Clock::now();
   for (int64_t at = begin; at < begin + count; at += group_batch_) {
     const int64_t batch = std::min(group_batch_, begin + count - at), global_step = clock_.step_of(at);
+    trace_next_step();
+    const TraceScope traced("step", {"step", global_step + 1}, {"group", group_});
     const std::vector<int64_t> shares = balancer_->shares(batch);
     int64_t offset = at % clock_.n;
     for (int r = 0; r < group.rank(); ++r) offset += shares[size_t(r)];
@@ -117,6 +131,7 @@ double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::functi
     loss += step.stats.loss_sum;
     const StepTimes& times = step.times;
     if (group.size() > 1) {
+      const TraceScope exchange("exchange step records");
       const std::vector<StepTimes> all = group.allgather_value(times);
       if (job.parallel.balance.mode == "idat") observe_step(*balancer_, local_steps_, all);
     }

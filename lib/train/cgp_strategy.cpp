@@ -17,6 +17,7 @@
 #include "lib/cgp/cgp.h"
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
+#include "lib/core/trace.h"
 #include "lib/train/cgp_exchange.h"
 #include "lib/train/cgp_group.h"
 #include "lib/train/run_setup.h"
@@ -253,6 +254,7 @@ class CgpStrategy final : public Strategy {
   // median of its last 3 exchanges) rather than its average since the grouping.
   void maybe_regroup(int64_t step, const StepSink& sink, bool drifted) {
     const auto t0 = Clock::now();
+    TraceScope traced("regroup decision", {"step", step});
     const double mine = group_->measured_speed(speeds_[size_t(in_.comm.rank())]);
     std::vector<double> measured = in_.comm.allgather_value(mine);
     if (drifted && server_) {
@@ -302,6 +304,7 @@ class CgpStrategy final : public Strategy {
     in_.comm.barrier();
     line.adopted = grouping_ != old;
     line.cost_ms = ms_since(t0);
+    traced.set_arg(1, {"adopted", line.adopted ? 1 : 0});
     if (in_.comm.rank() == 0) {
       if (!solution) line.grouping = cgp::grouping_text(grouping_);
       if (sink.regroup) sink.regroup(line);

@@ -8,6 +8,7 @@
 
 #include "lib/balance/balance.h"
 #include "lib/balance/emulate.h"
+#include "lib/core/trace.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/run_setup.h"
 #include "lib/train/step_update.h"
@@ -64,6 +65,8 @@ class DataStrategy final : public Strategy {
     const int64_t terms_per_sample = in_.model.targets_per_sample();
     auto step_start = Clock::now();  // a step's time runs from the end of the last step (or pause)
     for (int64_t step = done; step < until; ++step) {
+      trace_next_step();
+      const TraceScope traced("step", {"step", step + 1});
       const int64_t epoch = step / in_.steps_per_epoch, in_epoch = step % in_.steps_per_epoch;
       const int64_t batch = step_batch_size(in_.train_set.count, job.train.global_batch, in_epoch);
       const std::vector<int64_t> shares = balancer_.shares(batch);
@@ -77,8 +80,11 @@ class DataStrategy final : public Strategy {
                                             float(1.0 / terms), emulator_, step, step_start);
       // One exchange of every rank's loss, share and times; the step's time includes it.
       const RankRecord record{mine_step.stats.loss_sum, mine_step.times};
-      const std::vector<RankRecord> all =
-          world > 1 ? comm.allgather_value(record) : std::vector<RankRecord>{record};
+      std::vector<RankRecord> all{record};
+      if (world > 1) {
+        const TraceScope exchange("exchange step records");
+        all = comm.allgather_value(record);
+      }
       double loss_sum = 0;
       std::vector<StepTimes> times;
       for (const RankRecord& r : all) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "lib/core/trace.h"
 #include "lib/pipeline/layout.h"
 #include "lib/pipeline/schedule.h"
 
@@ -24,9 +25,11 @@ std::span<const std::byte> bytes_of(const T* p, int64_t count) {
   return std::as_bytes(std::span(p, size_t(count)));
 }
 
-// Waits for every request and forgets them; returns the milliseconds it took.
-double wait_for(std::vector<Request>& requests) {
+// Waits for every request and forgets them; returns the milliseconds it took. `what` names the wait on
+// the trace, with the micro-batch and the first peer.
+double wait_for(std::vector<Request>& requests, const char* what, int64_t micro_batch, int peer) {
   if (requests.empty()) return 0;
+  const TraceScope traced(what, {"micro_batch", micro_batch}, {"peer", peer}, {"requests", int64_t(requests.size())});
   const auto t0 = Clock::now();
   wait_all(requests);
   requests.clear();
@@ -94,25 +97,40 @@ MiniBatchTimes StageRunner::run(std::span<const uint32_t> samples, float loss_sc
 
   std::vector<std::vector<Request>> inputs(static_cast<size_t>(M)), output_sends(static_cast<size_t>(slots));
   std::vector<Request> gradient_in, gradient_sends;
+  // The peers and micro-batches of the waits, for the trace: the first piece's rank of each.
+  std::vector<int> input_peer(size_t(M), -1), output_peer(size_t(slots), -1);
+  std::vector<int64_t> output_micro(size_t(slots), -1);
+  int gradient_in_peer = -1, gradient_sends_peer = -1;
+  int64_t gradient_in_micro = -1, gradient_sends_micro = -1;
   int next_input = first ? M : 0, next_gradient = last ? M : 0, backwards_done = 0;
   // Receives whose buffers are free: inputs into free slots, the next output gradient into dy_.
   auto post_receives = [&] {
     while (next_input < M && (next_input < slots || backwards_done > next_input - slots)) {
       const pipeline::Rows mine = l.mine[size_t(next_input)];
       float* in = stage_.input(next_input % slots, mine.count);
-      for (const pipeline::Piece& p : l.from_previous[size_t(next_input)])
+      for (const pipeline::Piece& p : l.from_previous[size_t(next_input)]) {
+        const TraceScope traced("post recv activations", {"micro_batch", next_input}, {"peer", previous[size_t(p.from)]},
+                                {"bytes", p.rows.count * in_floats * int64_t(sizeof(float))});
         inputs[size_t(next_input)].push_back(comm_.irecv(
             bytes_of(in + (p.rows.begin - mine.begin) * in_floats, p.rows.count * in_floats),
             previous[size_t(p.from)], kActivationTag));
+        if (input_peer[size_t(next_input)] < 0) input_peer[size_t(next_input)] = previous[size_t(p.from)];
+      }
       ++next_input;
     }
     if (next_gradient < M && next_gradient == backwards_done) {
       const pipeline::Rows mine = l.mine[size_t(next_gradient)];
       dy_.grow(size_t(mine.count * out_floats));
-      for (const pipeline::Piece& p : l.to_next[size_t(next_gradient)])
+      gradient_in_peer = -1;
+      gradient_in_micro = next_gradient;
+      for (const pipeline::Piece& p : l.to_next[size_t(next_gradient)]) {
+        const TraceScope traced("post recv gradients", {"micro_batch", next_gradient}, {"peer", next[size_t(p.to)]},
+                                {"bytes", p.rows.count * out_floats * int64_t(sizeof(float))});
         gradient_in.push_back(comm_.irecv(
             bytes_of(dy_.data() + (p.rows.begin - mine.begin) * out_floats, p.rows.count * out_floats),
             next[size_t(p.to)], kGradientTag));
+        if (gradient_in_peer < 0) gradient_in_peer = next[size_t(p.to)];
+      }
       ++next_gradient;
     }
   };
@@ -139,7 +157,7 @@ MiniBatchTimes StageRunner::run(std::span<const uint32_t> samples, float loss_sc
     const pipeline::Rows mine = l.mine[m];
     const int64_t n = mine.count;
     if (op.kind == pipeline::OpKind::forward) {
-      t.wait_ms += wait_for(inputs[m]);
+      t.wait_ms += wait_for(inputs[m], "wait recv activations", int64_t(m), input_peer[m]);
       const int32_t *tokens = nullptr, *targets = nullptr;
       if ((first || last) && n > 0) {  // this rank's rows of the micro-batch, from the dataset
         const Batch b = gather_batch(data_, samples.subspan(size_t(l.micro[m].begin + mine.begin), size_t(n)), host_);
@@ -157,9 +175,11 @@ MiniBatchTimes StageRunner::run(std::span<const uint32_t> samples, float loss_sc
           targets = targets_[size_t(op.slot)].data();
         }
       }
-      t.send_ms += wait_for(output_sends[size_t(op.slot)]);  // the slot's outputs are written again
+      t.send_ms += wait_for(output_sends[size_t(op.slot)], "wait send activations", output_micro[size_t(op.slot)],
+                            output_peer[size_t(op.slot)]);  // the slot's outputs are written again
       if (n > 0) {
         computed([&] {
+          const TraceScope traced("forward", {"micro_batch", int64_t(m)}, {"samples", n});
           const StepStats st = stage_.forward(op.slot, tokens, targets, n, loss_scale);
           t.stats.loss_sum += st.loss_sum;
           t.stats.correct += st.correct;
@@ -168,32 +188,47 @@ MiniBatchTimes StageRunner::run(std::span<const uint32_t> samples, float loss_sc
         t.rows += n;
       }
       const float* out = stage_.output(op.slot);
-      for (const pipeline::Piece& p : l.to_next[m])
+      output_peer[size_t(op.slot)] = -1;
+      output_micro[size_t(op.slot)] = int64_t(m);
+      for (const pipeline::Piece& p : l.to_next[m]) {
+        const TraceScope traced("send activations", {"micro_batch", int64_t(m)}, {"peer", next[size_t(p.to)]},
+                                {"bytes", p.rows.count * out_floats * int64_t(sizeof(float))});
         output_sends[size_t(op.slot)].push_back(
             comm_.isend(bytes_of(out + (p.rows.begin - mine.begin) * out_floats, p.rows.count * out_floats),
                         next[size_t(p.to)], kActivationTag));
+        if (output_peer[size_t(op.slot)] < 0) output_peer[size_t(op.slot)] = next[size_t(p.to)];
+      }
     } else {
-      t.wait_ms += wait_for(gradient_in);
-      t.send_ms += wait_for(gradient_sends);  // dx_ is written again
+      t.wait_ms += wait_for(gradient_in, "wait recv gradients", gradient_in_micro, gradient_in_peer);
+      t.send_ms += wait_for(gradient_sends, "wait send gradients", gradient_sends_micro,
+                            gradient_sends_peer);  // dx_ is written again
       if (n > 0) {
         if (!first) dx_.grow(size_t(n * in_floats));
         computed([&] {
+          const TraceScope traced("backward", {"micro_batch", int64_t(m)}, {"samples", n});
           stage_.backward(op.slot, last ? nullptr : dy_.data(), first ? nullptr : dx_.data(), accumulated,
                           op.micro_batch + 1 == M ? final_gradients : none);
         });
         accumulated = true;
       }
       ++backwards_done;
-      for (const pipeline::Piece& p : l.from_previous[m])
+      gradient_sends_peer = -1;
+      gradient_sends_micro = int64_t(m);
+      for (const pipeline::Piece& p : l.from_previous[m]) {
+        const TraceScope traced("send gradients", {"micro_batch", int64_t(m)}, {"peer", previous[size_t(p.from)]},
+                                {"bytes", p.rows.count * in_floats * int64_t(sizeof(float))});
         gradient_sends.push_back(
             comm_.isend(bytes_of(static_cast<const float*>(dx_.data()) + (p.rows.begin - mine.begin) * in_floats,
                                  p.rows.count * in_floats),
                         previous[size_t(p.from)], kGradientTag));
+        if (gradient_sends_peer < 0) gradient_sends_peer = previous[size_t(p.from)];
+      }
     }
     post_receives();
   }
-  for (auto& sends : output_sends) t.send_ms += wait_for(sends);
-  t.send_ms += wait_for(gradient_sends);
+  for (size_t i = 0; i < output_sends.size(); ++i)
+    t.send_ms += wait_for(output_sends[i], "wait send activations", output_micro[i], output_peer[i]);
+  t.send_ms += wait_for(gradient_sends, "wait send gradients", gradient_sends_micro, gradient_sends_peer);
   if (!accumulated) stage_.zero_grads();  // no rows this mini-batch: nothing to add to the replicas' sum
   t.sync = sync_.finish_step();
   return t;

@@ -16,6 +16,7 @@
 #include "lib/balance/emulate.h"
 #include "lib/core/error.h"
 #include "lib/core/memory_meter.h"
+#include "lib/core/trace.h"
 #include "lib/pipeline/schedule.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/pipeline_decision.h"
@@ -122,6 +123,8 @@ class PipelineStrategy final : public Strategy {
     std::vector<std::vector<RankRecord>> records;
     auto step_start = Clock::now();
     for (int64_t step = done; step < until; ++step) {
+      trace_next_step();
+      const TraceScope traced("step", {"step", step + 1}, {"stage", place_.stage});
       const int64_t epoch = step / in_.steps_per_epoch, in_epoch = step % in_.steps_per_epoch;
       const int64_t batch = step_batch_size(in_.train_set.count, job.train.global_batch, in_epoch);
       const std::span<const uint32_t> samples = std::span<const uint32_t>(order_.of(epoch))
@@ -142,7 +145,11 @@ class PipelineStrategy final : public Strategy {
         mine.times = StepTimes{t.compute_ms, t.wait_ms, t.send_ms + t.sync.wait_ms + t.sync.comm_ms, t.sync.update_ms,
                                t.rows};
       }
-      const std::vector<RankRecord> all = comm.size() > 1 ? comm.allgather_value(mine) : std::vector{mine};
+      std::vector<RankRecord> all{mine};
+      if (comm.size() > 1) {
+        const TraceScope exchange("exchange step records");
+        all = comm.allgather_value(mine);
+      }
       double loss_sum = 0;
       for (const RankRecord& r : all) loss_sum += r.loss_sum;
       const auto now = Clock::now();

@@ -56,6 +56,7 @@ void prepare_run_dir(const RunDir& d, bool resume, bool force, int64_t resume_st
     for (const auto& f : list_checkpoints(d.checkpoints())) fs::remove(f);
     fs::remove(d.metrics());
     fs::remove(d.summary());
+    fs::remove(d.trace());
   }
   if (resume && fs::exists(d.metrics())) {
     // Keep the complete lines up to the resume point. A run killed mid-write can leave a partial last

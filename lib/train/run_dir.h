@@ -13,6 +13,7 @@ struct RunDir {
   std::string metrics() const { return root + "/metrics.jsonl"; }
   std::string summary() const { return root + "/summary.json"; }
   std::string job() const { return root + "/job.toml"; }
+  std::string trace() const { return root + "/trace.json"; }
 };
 
 // Read-only check, safe on every rank: a new run (not resume) into a directory that already holds a run

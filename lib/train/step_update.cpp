@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/trace.h"
 #include "lib/train/run_setup.h"
 
 namespace dp {
@@ -67,12 +68,14 @@ SyncTimes StepUpdate::finish() {
   if (sync_ && model_.kernels().host_memory) return sync_->finish_step();
   const auto t0 = Clock::now();
   if (sync_) {  // GPU ranks: what the compute stream still has to do waits for the sums (and the updates)
+    const TraceScope traced("gradient sync (NCCL)");
     SyncTimes t = sync_->finish_step();
     model_.kernels().synchronize();  // here, so that the next step's compute time does not include it
     t.comm_ms = ms_since(t0, Clock::now()) - t.update_ms;
     return t;
   }
   SyncTimes t;  // a single GPU rank
+  const TraceScope traced("update", {"params", int64_t(model_.params().size())});
   opt_->update_range(model_.params().data(), model_.grads().data(), 0, int64_t(model_.params().size()), lr_,
                     step_);
   model_.kernels().synchronize();

@@ -21,6 +21,7 @@
 #include "lib/train/progress.h"
 #include "lib/train/run_dir.h"
 #include "lib/train/run_setup.h"
+#include "lib/train/run_trace.h"
 #include "lib/train/strategy.h"
 #include "models/model.h"
 
@@ -42,6 +43,10 @@ void check_run_inputs(const Job& job, const RunOptions& opts) {
 
 RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) {
   const auto wall_start = Clock::now();
+  // The timeline (trace.json): this thread is the rank's compute track; threads started below (MRA's
+  // communication thread, CGP's server) take their own tracks of the same tracer.
+  const std::unique_ptr<Tracer> tracer = make_run_tracer(job, launched);
+  const TraceThread traced_thread(tracer.get(), "compute");
   // Under emulated links every message of the run (MRA's thread included) is paced as on a network.
   const std::unique_ptr<Communicator> paced = paced_by_job_links(job, launched);
   Communicator& comm = paced ? *paced : launched;
@@ -97,6 +102,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                                  s.data.train.context, s.data.train.bigram_entropy));
   }
   comm.barrier();  // the directory is ready before anyone trains
+  if (tracer) tracer->set_origin(agreed_trace_origin(launched));  // one time line for every rank
 
   const Dataset& train_set = s.data.train;
   const int64_t terms_per_sample = model.targets_per_sample();
@@ -157,6 +163,14 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
       }
     }
     comm.barrier();  // everyone lines up again after the pause
+  }
+
+  if (tracer) {  // collective; over the launched communicator, not paced by emulated links
+    const int64_t events = write_run_trace(*tracer, launched, s.dir.trace());
+    if (leader)
+      progress->note(fmt::format("trace: {} events of steps {}-{} of this invocation on {} rank(s); wrote {}", events,
+                                 job.log.trace_first, job.log.trace_first + job.log.trace_steps - 1, world,
+                                 s.dir.trace()));
   }
 
   // Every rank's peak memory (collective): its compute buffers, and its process's resident size.
