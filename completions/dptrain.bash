@@ -193,12 +193,13 @@ _dptrain() {
     case $prev in
       --set) _dptrain_set_arg "$cur" ;;
       --device) COMPREPLY=($(compgen -W "h200 h100 a100-80 a100-40 l40s v100 rtx4090" -- "$cur")) ;;
-      --peak-tflops | --bandwidth | --device-memory) ;;
+      --peak-tflops | --bandwidth | --device-memory | --image) ;;
+      --emit) COMPREPLY=($(compgen -W "slurm k8s" -- "$cur")) ;;
       --cluster | --profile) _dptrain_paths "$cur" toml ;;
       *)
         if [[ $cur == -* ]]; then
           COMPREPLY=($(compgen -W "--set --cluster --profile --device --peak-tflops --bandwidth --device-memory --fit
-            --no-timing --json -h --help" -- "$cur"))
+            --no-timing --json --emit --image -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
         fi

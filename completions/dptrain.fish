@@ -104,6 +104,8 @@ complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l device-memory -
 complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l fit -d 'the fewest devices the job fits on'
 complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l no-timing -d 'memory only'
 complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l json -d 'the estimate as one JSON object'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l emit -x -a 'slurm k8s' -d 'an sbatch script or MPIJob sized from it'
+complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l image -x -d 'the container image of --emit k8s'
 # plan
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l workers -x -d 'plan for N ranks drawn from the job\'s kinds'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l seed -x -d 'seed of the draw and the solvers'

@@ -10,6 +10,7 @@
 #include "apps/dptrain/commands.h"
 #include "lib/core/error.h"
 #include "lib/estimate/estimate.h"
+#include "lib/launch/emit.h"
 #include "lib/pipeline/profile.h"
 #include "lib/train/layer_profile.h"
 #include "lib/train/pipeline_plan.h"
@@ -79,6 +80,22 @@ int cmd_estimate(const EstimateCommand& cmd) {
   o.gpu = train_detail::choose_device(job).kind == "cuda";
   if (cmd.fit) o.fit_device = device;
   const estimate::Estimate e = estimate::estimate_job(job, facts, pipeline_cluster(job), timing, o);
+  if (!cmd.emit.empty()) {
+    SchedulerRequest q;
+    q.job_name = job.job.name;
+    q.job_file = cmd.job_path;
+    q.job_text = job_to_toml(job);
+    q.ranks = e.request.ranks, q.nodes = e.request.nodes, q.ranks_per_node = e.request.ranks_per_node;
+    q.cpus_per_rank = e.request.cpus_per_rank;
+    q.memory_per_rank_bytes = e.request.memory_per_rank_bytes;
+    q.gpus_per_rank = e.request.gpus_per_rank;
+    q.time_limit_s = e.request.time_limit_s;
+    q.image = cmd.image.empty() ? default_image() : cmd.image;
+    for (const std::string& s : cmd.overrides) q.run_args.push_back("--set=" + s);
+    check_request(q);
+    std::fputs((cmd.emit == "slurm" ? sbatch_script(q) : mpijob_manifest(q)).c_str(), stdout);
+    return 0;
+  }
   std::fputs((cmd.json ? estimate::estimate_json(e) : estimate::estimate_text(e)).c_str(), stdout);
   return 0;
 }

@@ -72,6 +72,8 @@ struct EstimateCommand {
   bool fit = false;                    // --fit: the fewest devices of the kind the job fits on
   bool no_timing = false;              // --no-timing: memory only (no blocks timed here)
   bool json = false;
+  std::string emit;                    // --emit slurm | k8s: the scheduler's job sized from the estimate
+  std::string image;                   // --image: the container image of --emit k8s
 };
 int cmd_estimate(const EstimateCommand& cmd);
 

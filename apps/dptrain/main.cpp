@@ -118,6 +118,11 @@ int main(int argc, char** argv) {
   est_cmd->add_flag("--no-timing", est.no_timing, "memory only: time nothing (without --profile or --device the "
                                                   "blocks are timed here)");
   est_cmd->add_flag("--json", est.json, "print the estimate as one JSON object");
+  est_cmd->add_option("--emit", est.emit, "print instead an sbatch script (slurm) or a Kubeflow MPIJob manifest (k8s) "
+                                          "sized from the estimate")
+      ->check(CLI::IsMember({"slurm", "k8s"}))->type_name("slurm|k8s");
+  est_cmd->add_option("--image", est.image, "--emit k8s: the container image (default localhost/dptrain:VERSION)")
+      ->type_name("IMAGE");
   est_cmd->callback([&] { status = cmd_estimate(est); });
 
   ProfileCommand profile;

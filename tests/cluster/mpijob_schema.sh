@@ -74,5 +74,12 @@ cat self-test.out | sed 's/^/#   /'
 $PY "$CHECK" "$CRD" gpu.yaml --ranks 5 > /dev/null && not_ok "checker" "accepted -np 4 for 5 ranks" ||
   ok "the checker rejects a manifest that does not match what was asked"
 
+# 5. What `dptrain estimate --emit k8s` writes, sized from the estimate: validates, and asks for memory.
+if "$DPTRAIN" estimate "$REPO/configs/quickstart.toml" --set launch.ranks=4 --no-timing --emit k8s > est.yaml 2> est.err &&
+  $PY "$CHECK" "$CRD" est.yaml --image "localhost/dptrain:$version" --ranks 4; then
+  ok "dptrain estimate --emit k8s validates ($(grep -m1 -E '^ +memory:' est.yaml | tr -s ' '))"
+else not_ok "estimate --emit k8s" "$(cat est.err) (above)"; fi
+grep -qE '^ +memory: ' est.yaml || not_ok "estimate --emit k8s" "no memory request"
+
 echo "# $failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -52,8 +52,14 @@ slurm_cluster_start "$TMP/slurm" || { not_ok "cluster" "did not start: $(tail -3
 ok "one-node Slurm started in $(seconds_since "$start") s"
 
 # --- 1. the emitted sbatch script, to completion ------------------------------------------------------
-"$DRIVER" slurm short.toml --ranks 2 --cpus 1 --memory-mib 512 --time-s 900 --dptrain "$DPTRAIN" \
-  -- --out "$TMP/runs/short" > short.sbatch || { not_ok "emit" "the driver failed"; exit 1; }
+# Written by `dptrain estimate --emit slurm` (sized from the estimate: memory, time limit); the script runs
+# `dptrain` from PATH, which sbatch passes on.
+export PATH="$(dirname "$DPTRAIN"):$PATH"
+"$DPTRAIN" estimate short.toml --set launch.ranks=2 --emit slurm > short.sbatch ||
+  { not_ok "emit" "dptrain estimate --emit slurm failed"; exit 1; }
+grep -q -- "--mem-per-cpu=" short.sbatch && grep -q -- "--time=" short.sbatch &&
+  ok "estimate --emit slurm: $(grep -E -- '--(mem-per-cpu|time)=' short.sbatch | tr '\n' ' ')" ||
+  not_ok "emitted script" "no memory or time request: $(grep SBATCH short.sbatch | tr '\n' ' ')"
 start=$(date +%s.%N)
 id=$(sbatch --parsable short.sbatch)
 state=$(slurm_wait_job "$id" 300)
@@ -61,9 +67,9 @@ out=$TMP/slurm-short-$id.out
 if [[ $state == COMPLETED && $(slurm_job_field "$id" ExitCode) == 0:0 ]]; then
   ok "sbatch job $id COMPLETED in $(seconds_since "$start") s"
 else not_ok "sbatch job $id" "state $state, exit $(slurm_job_field "$id" ExitCode); $(tail -5 "$out" 2>/dev/null)"; fi
-if [[ -f runs/short/summary.json ]] && grep -q '"ranks": *2' runs/short/summary.json; then
+if [[ -f runs/slurm-short/summary.json ]] && grep -q '"ranks": *2' runs/slurm-short/summary.json; then
   ok "summary.json written by 2 ranks"
-else not_ok "summary.json" "missing or not 2 ranks: $(head -c 300 runs/short/summary.json 2>/dev/null)"; fi
+else not_ok "summary.json" "missing or not 2 ranks: $(head -c 300 runs/slurm-short/summary.json 2>/dev/null)"; fi
 if grep -q "running srun --mpi=pmix --ntasks=2" "$out"; then ok "ranks started by srun --mpi=pmix (launcher auto)"
 else not_ok "launcher auto" "no srun line in $out: $(head -3 "$out")"; fi
 
