@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -89,10 +90,17 @@ void RunReader::take_line(const std::string& line, int64_t number) {
     return;
   }
   const std::string kind = v.text("kind");
+  // "t" counts from the start of the process that wrote the line: after a resume (a second start line)
+  // the time goes on from the last line of the process before.
+  if (kind == "start" && record_.lines > 0) time_offset_ = last_time_;
+  const double t = time_offset_ + v.number("t", 0);
+  last_time_ = std::max(last_time_, t);
+  ++record_.lines;
   if (kind == "train") {
     record_.train.push_back(rank_point(v));
+    record_.train.back().t = t;
   } else if (kind == "eval") {
-    record_.evals.push_back({int64_t(v.number("step", 0)), v.number("t", 0), v.number("test_loss", 0),
+    record_.evals.push_back({int64_t(v.number("step", 0)), t, v.number("test_loss", 0),
                              v.number("test_accuracy", 0)});
   } else if (kind == "start") {
     RunStart s;
@@ -104,6 +112,7 @@ void RunReader::take_line(const std::string& line, int64_t number) {
     s.steps_per_epoch = int64_t(v.number("steps_per_epoch", 0));
     s.first_step = int64_t(v.number("first_step", 1));
     s.global_batch = int64_t(v.number("global_batch", 0));
+    s.t = t;
     record_.start = s;
   } else if (kind == "groups" || (kind == "regroup" && v.find("adopted") && v.find("adopted")->as_bool())) {
     record_.grouping = v.text("grouping", record_.grouping);
@@ -126,6 +135,7 @@ const RunRecord& RunReader::refresh() {
       lines_read_ = 0;
       pending_.clear();
       file_identity_ = identity;
+      time_offset_ = last_time_ = 0;
     }
     std::ifstream in(metrics, std::ios::binary);
     in.seekg(std::streamoff(offset_));

@@ -14,7 +14,7 @@ namespace dp::monitor {
 struct RankPoint {
   int64_t step = 0, epoch = 0;
   int rank = 0;
-  double t = 0;  // seconds since the run (its process) started
+  double t = 0;  // seconds since the run started (after a resume: continuing from the process before)
   double loss = 0, samples_per_sec = 0;
   int64_t local_batch = 0;
   double compute_ms = 0, wait_ms = 0, comm_ms = 0, update_ms = 0;
@@ -33,6 +33,7 @@ struct RunStart {
   std::string name, strategy, device;
   int ranks = 0;
   int64_t total_steps = 0, steps_per_epoch = 0, first_step = 1, global_batch = 0;
+  double t = 0;  // when it was written (on the monitor's continued time axis)
 };
 
 // summary.json's figures the monitor shows.
@@ -50,6 +51,7 @@ struct RunRecord {
   std::string grouping;          // strategy cgp: the newest grouping of a "groups" or adopted "regroup" line
   std::optional<RunSummary> summary;
   double seconds_since_write = 0;  // since metrics.jsonl last changed
+  int64_t lines = 0;               // complete JSON lines read
   int64_t skipped_lines = 0;       // complete lines that were not JSON (reported, not fatal)
 };
 
@@ -69,6 +71,7 @@ class RunReader {
   std::string pending_;  // a partial last line
   uint64_t offset_ = 0;
   uint64_t file_identity_ = 0;  // metrics.jsonl's inode when read from the start
+  double time_offset_ = 0, last_time_ = 0;  // seconds: the earlier processes' time, the latest line's
   int64_t lines_read_ = 0;
 };
 

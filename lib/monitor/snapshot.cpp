@@ -77,7 +77,9 @@ Snapshot make_snapshot(const RunRecord& record, int window_steps) {
   s.summary = record.summary;
   s.grouping = record.grouping;
   int64_t first_step = 1;
+  double start_t = 0;
   if (record.start) {
+    start_t = record.start->t;
     s.name = record.start->name;
     s.strategy = record.start->strategy;
     s.device = record.start->device;
@@ -131,12 +133,14 @@ Snapshot make_snapshot(const RunRecord& record, int window_steps) {
     }
   s.slow = find_slow_ranks(s.rank_figures, s.strategy == "pipeline");
 
-  // Seconds per step over the window (from the step before it when there is one), else since the start.
-  const size_t base = from > 0 ? from - 1 : from;
-  if (steps.size() - base >= 2 && s.curve.back().step > s.curve[base].step)
-    s.seconds_per_step = (s.curve.back().t - s.curve[base].t) / double(s.curve.back().step - s.curve[base].step);
+  // Seconds per step over the window (from the step before it when there is one), within the steps of
+  // the newest process (a resumed run's start-up is not a step); else since that process started.
+  size_t base = from > 0 ? from - 1 : from;
+  while (base + 1 < s.curve.size() && s.curve[base].step < first_step) ++base;
+  if (s.curve.size() - base >= 2 && newest.step > s.curve[base].step)
+    s.seconds_per_step = (newest.t - s.curve[base].t) / double(newest.step - s.curve[base].step);
   else if (newest.step >= first_step)
-    s.seconds_per_step = newest.t / double(newest.step - first_step + 1);
+    s.seconds_per_step = (newest.t - start_t) / double(newest.step - first_step + 1);
   if (s.total_steps > 0) {
     s.progress = std::min(1.0, double(s.step) / double(s.total_steps));
     if (!record.summary && s.seconds_per_step > 0)

@@ -185,3 +185,22 @@ BOOST_AUTO_TEST_CASE(snapshot_measures_progress_eta_and_the_window_and_renders_t
   BOOST_TEST(done.state == "finished");
   BOOST_TEST(text_view(done, 100).find("FINISHED") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(after_a_resume_time_goes_on_and_the_rate_is_the_new_process_s) {
+  TempRun run;
+  std::string text = start_line(2, 200);
+  for (int64_t step = 10; step <= 50; step += 10)  // 0.1 s per step up to t = 5
+    for (int r = 0; r < 2; ++r) text += train_line(step, r, double(step) / 10, 64, 2, 0);
+  // The resumed process: its own start line at its t = 1, then 0.02 s per step from step 51.
+  text += "{\"kind\":\"start\",\"name\":\"t\",\"strategy\":\"data\",\"device\":\"cpu\",\"ranks\":2,"
+          "\"total_steps\":200,\"steps_per_epoch\":100,\"first_step\":51,\"global_batch\":128,\"t\":1.0}\n";
+  for (int64_t step = 60; step <= 100; step += 10)
+    for (int r = 0; r < 2; ++r) text += train_line(step, r, 1.0 + double(step - 50) / 50, 64, 2, 0);
+  run.append(text);
+  RunReader reader(run.dir.string());
+  const Snapshot s = make_snapshot(reader.refresh(), 10);
+  for (size_t i = 1; i < s.curve.size(); ++i) BOOST_TEST(s.curve[i].t > s.curve[i - 1].t);
+  BOOST_TEST(s.curve.back().t == 5.0 + 2.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(s.seconds_per_step == 0.02, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(s.eta_seconds == 100 * 0.02, boost::test_tools::tolerance(1e-9));
+}
