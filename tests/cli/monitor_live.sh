@@ -2,8 +2,8 @@
 # dptrain monitor on a live 4-rank job with rank 2 emulated 20x slower ([cluster.emulate] slowdown), as a
 # person sees it: the monitor runs in a detached tmux session of a fixed size and its screen is captured
 # after several refreshes. It must name rank 2 as the slow one (and no other) and show progress while the
-# job runs; --json must name rank 2 too; after the job ends the screen must show it finished. Then
-# nothing is left running. MONITOR_TEST_SLOWDOWN='[1,20,1,1]' slows rank 1 instead: the test must fail.
+# job runs; --json must name rank 2 too; Ctrl-C restores the screen and exits 130; after the job ends the
+# screen must show it finished. Then nothing is left running. MONITOR_TEST_SLOWDOWN='[1,20,1,1]' slows rank 1 instead: the test must fail.
 # Usage: bash monitor_live.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
@@ -35,7 +35,7 @@ for ((i = 0; i < 600; i++)); do [[ -e $RUN/job.toml ]] && break; sleep 0.1; done
 
 "${TMUX_CMD[@]}" new-session -d -x 150 -y 40 -s monitor \
   "'$DPTRAIN' monitor '$RUN' --interval 0.5 --window 20; echo \"monitor exited \$?\"; sleep 600"
-screen() { "${TMUX_CMD[@]}" capture-pane -p -t monitor >"$TMP/screen.txt" 2>/dev/null; }
+screen() { "${TMUX_CMD[@]}" capture-pane -p -t monitor:0 >"$TMP/screen.txt" 2>/dev/null; }
 # Waits up to $2 seconds for the screen to match the extended regular expression $1.
 wait_for() {
   local deadline=$((SECONDS + $2))
@@ -89,6 +89,22 @@ else
   fail "the job ended before --json could be checked live"
 fi
 
+# Ctrl-C in a second monitor while the job runs: it restores the screen, prints the view, exits 130.
+if kill -0 "$JOB_PID" 2>/dev/null; then
+  "${TMUX_CMD[@]}" new-window -d -t monitor -n interrupted \
+    "'$DPTRAIN' monitor '$RUN' --interval 0.5; echo \"monitor exited \$?\"; sleep 600"
+  sleep 2
+  "${TMUX_CMD[@]}" send-keys -t monitor:interrupted C-c
+  sleep 1
+  "${TMUX_CMD[@]}" capture-pane -p -t monitor:interrupted >"$TMP/interrupted.txt"
+  grep -q 'monitor exited 130' "$TMP/interrupted.txt" || fail "Ctrl-C: $(grep 'monitor exited' "$TMP/interrupted.txt")"
+  grep -qE '^slow rank 2: ' "$TMP/interrupted.txt" || fail "Ctrl-C: the view printed after it does not name rank 2"
+  [[ $("${TMUX_CMD[@]}" display -p -t monitor:interrupted '#{alternate_on}') == 0 ]] ||
+    fail "Ctrl-C left the terminal on the alternate screen"
+else
+  fail "the job ended before Ctrl-C could be checked"
+fi
+
 # The end: the job finishes, the monitor leaves its alternate screen and prints the final view.
 wait "$JOB_PID"
 status=$?
@@ -97,6 +113,7 @@ JOB_PID=""
 wait_for 'monitor exited' 30 || fail "the monitor did not exit after the job finished"
 grep -q 'monitor exited 0' "$TMP/screen.txt" || fail "the monitor's exit: $(grep 'monitor exited' "$TMP/screen.txt")"
 grep -q 'FINISHED' "$TMP/screen.txt" || fail "the final view does not say FINISHED"
+[[ $("${TMUX_CMD[@]}" display -p -t monitor:0 '#{alternate_on}') == 0 ]] || fail "the terminal is left on the alternate screen"
 grep -qE 'step 800 of 800' "$TMP/screen.txt" || fail "the final view does not show step 800 of 800"
 grep -qE '^slow rank 2: ' "$TMP/screen.txt" || fail "the final view does not name rank 2: $(grep -E '^slow' "$TMP/screen.txt")"
 echo "# final screen:"
