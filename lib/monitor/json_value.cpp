@@ -77,9 +77,13 @@ class JsonParser {
       v.string_ = string();
       return v;
     }
-    if (literal("true") || literal("false")) {
+    if (literal("true")) {
       v.kind_ = JsonValue::Kind::boolean;
-      v.boolean_ = s_[at_ - 1] == 'e' && s_[at_ - 2] == 'u';
+      v.boolean_ = true;
+      return v;
+    }
+    if (literal("false")) {
+      v.kind_ = JsonValue::Kind::boolean;
       return v;
     }
     if (literal("null")) return v;

@@ -60,11 +60,12 @@ RankFigures figures(int rank, int64_t samples, double compute_ms, double wait_ms
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(json_reader_reads_what_dptrain_writes_and_rejects_truncated_lines) {
-  const JsonValue v = JsonValue::parse(R"({"a":1.5e3,"s":"x\"y\u00e9","l":[1,{"b":true}],"n":null})", "here");
+  const JsonValue v = JsonValue::parse(R"({"a":1.5e3,"s":"x\"y\u00e9","l":[1,{"b":true,"c":false}],"n":null})", "here");
   BOOST_TEST(v.number("a", 0) == 1500.0);
   BOOST_TEST(v.text("s") == "x\"y\xc3\xa9");
   BOOST_TEST(v.find("l")->items().size() == 2u);
   BOOST_TEST(v.find("l")->items()[1].find("b")->as_bool());
+  BOOST_TEST(!v.find("l")->items()[1].find("c")->as_bool());
   BOOST_TEST(v.number("missing", -1) == -1.0);
   BOOST_CHECK_THROW(JsonValue::parse(R"({"a":1,"b":)", "here"), dp::DataError);
   BOOST_CHECK_THROW(JsonValue::parse(R"({"a":1} x)", "here"), dp::DataError);
