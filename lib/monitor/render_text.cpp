@@ -94,7 +94,11 @@ std::string text_view(const Snapshot& s, int width) {
     const double total = r.compute_ms + r.comm_ms + r.wait_ms + r.update_ms;
     const auto pct = [total](double x) { return total > 0 ? int(std::lround(100 * x / total)) : 0; };
     const bool slow = std::find(s.slow.slow.begin(), s.slow.slow.end(), r.rank) != s.slow.slow.end();
-    const std::string where = r.stage >= 0 ? fmt::format("s{}", r.stage) : r.group >= 0 ? fmt::format("g{}", r.group) : "-";
+    // A rank without samples in the window trains nothing (a pipeline plan can leave a rank out).
+    const std::string where = r.samples == 0 ? "idle"
+                              : r.stage >= 0 ? fmt::format("s{}", r.stage)
+                              : r.group >= 0 ? fmt::format("g{}", r.group)
+                                             : "-";
     out += fmt::format("{:>4} {:>5} {:>9.0f} {:>5.1f}% {:>6.2f} ms {:>5.2f} ms {:>5.2f} ms {:>5.2f} ms {:>11} {:>9} "
                        "{:>9} {:>9} {:>4}{}\n",
                        r.rank, where, r.compute_samples_per_sec, 100 * r.share, r.compute_ms, r.comm_ms, r.wait_ms,
