@@ -1,7 +1,7 @@
 # bash completion for dptrain(1).
 # Install: copy to /usr/share/bash-completion/completions/dptrain (or source it from ~/.bashrc).
 #
-# Completes the subcommands (run, plan, estimate, profile), their options, .toml job files, directories for --out, and job keys
+# Completes the subcommands (run, plan, estimate, profile, monitor), their options, .toml job files, directories for --out, and job keys
 # (table.key=) for --set, with the valid values of the enumerated keys after the '='.
 # Works with and without the bash-completion package.
 
@@ -141,7 +141,7 @@ _dptrain() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "-h --help --version" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "run plan estimate profile" -- "$cur"))
+      COMPREPLY=($(compgen -W "run plan estimate profile monitor" -- "$cur"))
     fi
   elif [[ $sub == run ]]; then
     case $prev in
@@ -217,6 +217,18 @@ _dptrain() {
             --max-bytes --factor --iters --warmup --json --dry-run -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
+        fi
+        ;;
+    esac
+  elif [[ $sub == monitor ]]; then
+    case $prev in
+      --interval | --window) ;;
+      --plot) _dptrain_paths "$cur" any ;;
+      *)
+        if [[ $cur == -* ]]; then
+          COMPREPLY=($(compgen -W "--once --json --plot --interval --window -h --help" -- "$cur"))
+        else
+          _dptrain_paths "$cur" dir  # the run directory
         fi
         ;;
     esac

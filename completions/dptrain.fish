@@ -1,7 +1,7 @@
 # fish completion for dptrain(1). Install: copy to ~/.config/fish/completions/dptrain.fish (or, system
 # wide, to share/fish/vendor_completions.d/, where `cmake --install` puts it).
 #
-# Completes the subcommands (run, plan, estimate, profile), their options, .toml job files, and job keys
+# Completes the subcommands (run, plan, estimate, profile, monitor), their options, .toml job files, and job keys
 # (table.key=) for --set, with the valid values of the enumerated keys after the '='.
 
 complete -c dptrain -f
@@ -10,6 +10,7 @@ complete -c dptrain -n __fish_use_subcommand -l version -d 'print the version an
 complete -c dptrain -n __fish_use_subcommand -a run -d 'train a job; outside an MPI job, launch itself under mpirun'
 complete -c dptrain -n __fish_use_subcommand -a plan -d 'how a job would divide, group or pipeline its work'
 complete -c dptrain -n __fish_use_subcommand -a profile -d 'measure collectives, compute, links or the model\'s blocks'
+complete -c dptrain -n __fish_use_subcommand -a monitor -d 'watch a running or finished job from its run directory'
 
 # A job file for every subcommand.
 complete -c dptrain -n '__fish_seen_subcommand_from run plan estimate profile' -k -a '(__fish_complete_suffix .toml)'
@@ -133,3 +134,11 @@ complete -c dptrain -n '__fish_seen_subcommand_from profile' -l iters -x -d 'tim
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l warmup -x -d 'untimed repetitions first'
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l json -d 'one JSON object per measurement'
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l dry-run -d 'print the mpirun command, run nothing'
+
+# monitor: a run directory
+complete -c dptrain -n '__fish_seen_subcommand_from monitor' -a '(__fish_complete_directories)'
+complete -c dptrain -n '__fish_seen_subcommand_from monitor' -l once -d 'print one plain snapshot and exit'
+complete -c dptrain -n '__fish_seen_subcommand_from monitor' -l json -d 'the snapshot as one JSON object'
+complete -c dptrain -n '__fish_seen_subcommand_from monitor' -l plot -r -F -d 'write loss, throughput and per-rank wait as an SVG'
+complete -c dptrain -n '__fish_seen_subcommand_from monitor' -l interval -x -d 'seconds between redraws on a terminal'
+complete -c dptrain -n '__fish_seen_subcommand_from monitor' -l window -x -d 'logged steps the per-rank figures cover'

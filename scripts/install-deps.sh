@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libcli11-dev libtomlplusplus-dev
           libfmt-dev libboost-test-dev libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev
-          dataset-fashion-mnist jargon-text python3 fish
+          dataset-fashion-mnist jargon-text python3 fish chromium tmux
           slurm-wlm munge python3-jsonschema python3-yaml)  # tests/cluster: a real Slurm, the MPIJob schema
 [[ "${1:-}" == "--bench" ]] && packages+=(python3-torch libopenblas0)
 

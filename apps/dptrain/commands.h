@@ -77,6 +77,16 @@ struct EstimateCommand {
 };
 int cmd_estimate(const EstimateCommand& cmd);
 
+struct MonitorCommand {
+  std::string run_dir;    // a run's output directory
+  bool once = false;      // --once: one plain snapshot, also on a terminal
+  bool json = false;      // --json: the snapshot as one JSON object
+  std::string plot;       // --plot: write loss, throughput and per-rank wait over time as an SVG
+  double interval = 1.0;  // --interval: seconds between redraws on a terminal
+  int window = 10;        // --window: the newest logged steps the per-rank figures cover
+};
+int cmd_monitor(const MonitorCommand& cmd);
+
 // Outside an MPI job: runs this same command line (less --dry-run, plus extra_args) on the ranks of
 // `launch` through mpirun (or srun in a Slurm allocation, slurm.h) and returns its exit status; with
 // dry_run, prints the command instead. Checks the hostfile first.

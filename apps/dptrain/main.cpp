@@ -168,6 +168,21 @@ int main(int argc, char** argv) {
     status = cmd_profile(profile, process);
   });
 
+  MonitorCommand monitor;
+  auto* monitor_cmd = app.add_subcommand("monitor", "watch a running or finished job from its run directory: "
+                                                    "per-rank speed, share, compute/comm/wait split, memory, "
+                                                    "loss, progress, ETA and the slow rank");
+  monitor_cmd->add_option("run_dir", monitor.run_dir, "the run's output directory")->required()->type_name("RUN_DIR");
+  monitor_cmd->add_flag("--once", monitor.once, "print one plain snapshot and exit (also on a terminal)");
+  monitor_cmd->add_flag("--json", monitor.json, "print the snapshot as one JSON object and exit");
+  monitor_cmd->add_option("--plot", monitor.plot, "write loss, throughput and per-rank wait over time as an SVG")
+      ->type_name("FILE.svg");
+  monitor_cmd->add_option("--interval", monitor.interval, "seconds between redraws on a terminal (default 1)")
+      ->check(CLI::Range(0.05, 3600.0))->type_name("SECONDS");
+  monitor_cmd->add_option("--window", monitor.window, "logged steps the per-rank figures cover (default 10)")
+      ->check(CLI::Range(1, 1000000))->type_name("STEPS");
+  monitor_cmd->callback([&] { status = cmd_monitor(monitor); });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

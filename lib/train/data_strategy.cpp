@@ -10,6 +10,7 @@
 #include "lib/balance/emulate.h"
 #include "lib/core/trace.h"
 #include "lib/train/optimizer.h"
+#include "lib/train/rank_gauges.h"
 #include "lib/train/run_setup.h"
 #include "lib/train/step_update.h"
 #include "lib/train/strategy.h"
@@ -34,7 +35,8 @@ class DataStrategy final : public Strategy {
         update_(in_.job, in_.comm, in_.model, std::move(in_.gpu_queue)),
         optimizer_(make_optimizer(in_.job.optim, update_.state_count(), in_.kernels)),
         balancer_(balance_options(in_.job, in_.comm.size()), in_.comm.size()),
-        emulator_(in_.job, in_.comm.rank()) {}
+        emulator_(in_.job, in_.comm.rank()),
+        gauges_(in_.kernels.host_memory ? -1 : local_rank(in_.comm)) {}
 
   std::vector<std::string> describe() const override {
     const Job& job = in_.job;
@@ -79,7 +81,8 @@ class DataStrategy final : public Strategy {
       const RankStep mine_step = timed_step(update_, *optimizer_, lr, in_.model, in_.train_set, mine, buffer_,
                                             float(1.0 / terms), emulator_, step, step_start);
       // One exchange of every rank's loss, share and times; the step's time includes it.
-      const RankRecord record{mine_step.stats.loss_sum, mine_step.times};
+      RankRecord record{mine_step.stats.loss_sum, mine_step.times};
+      gauges_.fill(record.times);
       std::vector<RankRecord> all{record};
       if (world > 1) {
         const TraceScope exchange("exchange step records");
@@ -123,6 +126,7 @@ class DataStrategy final : public Strategy {
   std::unique_ptr<Optimizer> optimizer_;
   Balancer balancer_;
   SlowdownEmulator emulator_;
+  RankGauges gauges_;
   BatchBuffer buffer_;
   EpochOrder order_{in_.train_set.count, in_.job.job.seed};
 };

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "lib/core/error.h"
+#include "lib/core/json.h"
 
 namespace dp {
 
@@ -29,7 +30,19 @@ void MetricsLog::write(const TrainLine& l) {
     line += fmt::format(",\"group\":{},\"staleness\":{},\"held_ms\":{:.3f},\"exchange_ms\":{:.3f}", l.group,
                         l.staleness, l.held_ms, l.exchange_ms);
   if (l.stage >= 0) line += fmt::format(",\"stage\":{}", l.stage);
+  if (l.times.allocated_peak_bytes >= 0)
+    line += fmt::format(",\"allocated_peak_bytes\":{:.0f}", l.times.allocated_peak_bytes);
+  if (l.times.resident_bytes >= 0) line += fmt::format(",\"resident_bytes\":{:.0f}", l.times.resident_bytes);
+  if (l.times.gpu_used_bytes >= 0) line += fmt::format(",\"gpu_used_bytes\":{:.0f}", l.times.gpu_used_bytes);
+  if (l.times.gpu_util_percent >= 0) line += fmt::format(",\"gpu_util_percent\":{:.0f}", l.times.gpu_util_percent);
   put(line + "}");
+}
+
+void MetricsLog::write(const StartLine& l) {
+  put(fmt::format("{{\"kind\":\"start\",\"name\":{},\"strategy\":{},\"device\":{},\"ranks\":{},"
+                  "\"total_steps\":{},\"steps_per_epoch\":{},\"first_step\":{},\"global_batch\":{}}}",
+                  json_quoted(l.name), json_quoted(l.strategy), json_quoted(l.device), l.ranks, l.total_steps, l.steps_per_epoch, l.first_step,
+                  l.global_batch));
 }
 
 void MetricsLog::put(const std::string& object) {

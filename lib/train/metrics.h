@@ -20,6 +20,9 @@ struct StepTimes {
                           // the forward's waits for parameters still being all-gathered)
   double update_ms = 0;   // optimizer (MRA: on the communication thread, mostly hidden)
   int64_t local_batch = 0;
+  // The rank's memory (lib/train/rank_gauges.h; negative: not measured): its compute buffers' peak so
+  // far, its resident size and, on GPU ranks with NVML, the device's memory in use and utilisation.
+  double allocated_peak_bytes = -1, resident_bytes = -1, gpu_used_bytes = -1, gpu_util_percent = -1;
 };
 
 struct TrainLine {
@@ -77,6 +80,14 @@ struct PhaseGroupsLine {
   double predicted_samples_per_sec = 0, measured_samples_per_sec = 0;
 };
 
+// The first line of every run (and of every resumed run): what progress and an ETA are measured against.
+// It has no "step": a resumed run drops it with the lines after its checkpoint and writes its own.
+struct StartLine {
+  std::string name, strategy, device;
+  int ranks = 0;
+  int64_t total_steps = 0, steps_per_epoch = 0, first_step = 1, global_batch = 0;
+};
+
 struct EvalLine {
   int64_t step = 0, epoch = 0;
   double test_loss = 0, test_accuracy = 0;
@@ -90,6 +101,7 @@ class MetricsLog {
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
+  void write(const StartLine& l);
   void write(const TrainLine& l);
   void write(const EvalLine& l);
   void write(const RegroupLine& l);

@@ -23,6 +23,7 @@
 #include "lib/train/pipeline_plan.h"
 #include "lib/train/pipeline_records.h"
 #include "lib/train/pipeline_runner.h"
+#include "lib/train/rank_gauges.h"
 #include "lib/train/run_setup.h"
 #include "lib/train/speed_probe.h"
 #include "lib/train/step_update.h"
@@ -144,6 +145,7 @@ class PipelineStrategy final : public Strategy {
         mine.loss_sum = t.stats.loss_sum;
         mine.times = StepTimes{t.compute_ms, t.wait_ms, t.send_ms + t.sync.wait_ms + t.sync.comm_ms, t.sync.update_ms,
                                t.rows};
+        gauges_.fill(mine.times);
       }
       std::vector<RankRecord> all{mine};
       if (comm.size() > 1) {
@@ -297,6 +299,7 @@ class PipelineStrategy final : public Strategy {
 
   StrategyInputs in_;
   SlowdownEmulator emulator_;
+  RankGauges gauges_{-1};  // pipelines run on CPU ranks only
   std::shared_ptr<MemoryMeter> meter_;  // this rank's stage: everything it allocates
   pipeline::Plan plan_;
   Placement place_;

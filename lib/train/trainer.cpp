@@ -87,6 +87,8 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     prepare_run_dir(s.dir, opts.resume, opts.force, step);
     write_file_atomic(s.dir.job(), job_to_toml(job));
     metrics = std::make_unique<MetricsLog>(s.dir.metrics(), wall_start);
+    metrics->write(StartLine{job.job.name, job.parallel.strategy, device.kind, world, s.total_steps,
+                             s.steps_per_epoch, step + 1, job.train.global_batch});
     progress = std::make_unique<Progress>(opts.log, job.log.progress, s.total_steps, job.log.every);
     progress->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each, device {}{}; {} steps of {} samples{}",
                                model.describe(), world, cpu::compute_threads(), device.describe(),

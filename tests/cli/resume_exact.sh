@@ -165,6 +165,8 @@ def load(run):
             except ValueError:
                 problems.append(f"{run}/metrics.jsonl:{n}: not a JSON line: {raw[:60]!r}")
                 continue
+            if obj.get("kind") == "start":
+                continue  # one per process (a resumed run writes its own), like "t"
             key = (obj.get("kind"), obj.get("step"), obj.get("rank"))
             if key in lines:
                 problems.append(f"{run}/metrics.jsonl:{n}: duplicate line for {key}")
