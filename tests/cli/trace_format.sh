@@ -10,8 +10,9 @@
 #      rank; step, forward, backward, reduce-scatter, update, all-gather, the waits; the window holds
 #      exactly trace_steps steps, none before trace_first;
 #   2. data, I-DAT with plain native allreduce, 4 ranks: the wait for the slowest rank, allreduce, update;
+#      the same with overlap_forward (all-gathers into the next forward);
 #   3. cgp, groups [0,0,1,1], 4 ranks: exchanges (push, pull, the group's all-gather) on every rank, the
-#      server's track and its applied updates on rank 0;
+#      server's track and its applied updates on rank 0; the solver's groups: regrouping decisions;
 #   4. pipeline, two stages on 2 ranks: sends and receives of activations and gradients where they belong;
 #   5. a resumed run replaces trace.json with its own (steps after the resume point only); trace = false
 #      writes none;
@@ -91,6 +92,16 @@ check mra 2 --track compute --track comm --steps 4 --min-step 2 \
   --on-every step --on-every forward --on-every backward --on-every reduce-scatter --on-every update \
   --on-every all-gather --on-every "wait for gradient sums" --on-every "exchange step records"
 grep -q "^trace: .* events of steps 2-5" mra.log || fail "mra: the log does not name the trace" mra.log
+# ... with the all-gathers into the next forward (its waits for parameters are recorded only when it
+#     does wait, which depends on timing: not asserted).
+write_job forward 2 '
+[parallel.comm]
+algorithm = "mra"
+bucket_mb = 0.2
+first_bucket_mb = 0.1
+overlap_forward = true'
+run forward
+check forward 2 --track comm --on-every all-gather --on-every update --on-every forward
 
 # 2. I-DAT with the transport's allreduce after backward.
 write_job idat 4 '
@@ -120,6 +131,19 @@ run cgp
 check cgp 4 --track compute --track comm --track-on 0 server \
   --on-every step --on-every forward --on-every backward --on-every "cgp exchange" --on-every "cgp push" \
   --on-every "cgp pull (wait for server)" --on-every "group all-gather" --on 0 "server applies update"
+
+# ... and the solver's groups, reconsidered every 3 steps (every local step traced from the first).
+write_job regroup 4 '
+[parallel]
+strategy = "cgp"
+
+[parallel.cgp]
+exchange_every = 2
+regroup_every = 3
+max_staleness = 4'
+sed -i 's/^trace_first = 2$/trace_first = 1/; s/^trace_steps = 4$/trace_steps = 8/' regroup.toml
+run regroup
+check regroup 4 --track-on 0 server --on 0 "regroup decision" --on 0 "server applies update"
 
 # 4. Pipeline: two stages (the MLP's blocks 0-1 and 2), 4 micro-batches.
 write_job pipeline 2 '
