@@ -42,10 +42,12 @@ std::string estimate_text(const Estimate& e) {
     out += fmt::format("steps: {} per epoch, {} in all (no times: give --profile or --device)\n", e.steps_per_epoch,
                        e.total_steps);
   const ResourceRequest& q = e.request;
-  out += fmt::format("request: {} rank(s) on {} node(s), {} per node; {} core(s), {} MiB and {} GPU(s) per rank; "
-                     "time limit {}\n",
+  out += fmt::format("request: {} rank(s) on {} node(s), {} per node; per rank {} core(s), {} MiB, {} GPU(s); "
+                     "per node {} core(s), {} MiB, {} GPU(s); time limit {}\n",
                      q.ranks, q.nodes, q.ranks_per_node, q.cpus_per_rank, q.memory_per_rank_bytes >> 20,
-                     q.gpus_per_rank, q.time_limit_s > 0 ? duration(q.time_limit_s) : "none");
+                     q.gpus_per_rank, q.cpus_per_rank * q.ranks_per_node,
+                     (q.memory_per_rank_bytes >> 20) * q.ranks_per_node, q.gpus_per_rank * q.ranks_per_node,
+                     q.time_limit_s > 0 ? duration(q.time_limit_s) : "none");
   if (e.fit) out += fmt::format("fits on: {}\n", e.fit->devices > 0 ? e.fit->note : "nothing: " + e.fit->note);
   for (const std::string& n : e.notes) out += "note: " + n + "\n";
   return out;
@@ -76,11 +78,13 @@ std::string estimate_json(const Estimate& e) {
       "\"flops_per_step\": {:.6g}, \"step_s\": {:.6g}, \"samples_per_s\": {:.6g}, \"steps_per_epoch\": {}, "
       "\"total_steps\": {}, \"eval_s\": {:.6g}, \"epoch_s\": {:.6g}, \"job_s\": {:.6g}, \"request\": {{\"ranks\": {}, "
       "\"nodes\": {}, \"ranks_per_node\": {}, \"cpus_per_rank\": {}, \"memory_per_rank_bytes\": {}, "
-      "\"gpus_per_rank\": {}, \"time_limit_s\": {:.0f}}}, \"fit\": {}, \"notes\": [{}]}}\n",
+      "\"gpus_per_rank\": {}, \"cpus_per_node\": {}, \"memory_per_node_bytes\": {}, \"gpus_per_node\": {}, "
+      "\"time_limit_s\": {:.0f}}}, \"fit\": {}, \"notes\": [{}]}}\n",
       json_quoted(e.model), json_quoted(e.strategy), json_quoted(e.timing_basis), ranks, e.flops_per_sample,
       e.flops_per_step, e.step_s, e.samples_per_s, e.steps_per_epoch, e.total_steps, e.eval_s, e.epoch_s, e.job_s,
-      q.ranks, q.nodes, q.ranks_per_node, q.cpus_per_rank, q.memory_per_rank_bytes, q.gpus_per_rank, q.time_limit_s,
-      fit, notes);
+      q.ranks, q.nodes, q.ranks_per_node, q.cpus_per_rank, q.memory_per_rank_bytes, q.gpus_per_rank,
+      q.cpus_per_rank * q.ranks_per_node, q.memory_per_rank_bytes * q.ranks_per_node, q.gpus_per_rank * q.ranks_per_node,
+      q.time_limit_s, fit, notes);
 }
 
 }  // namespace dp::estimate
