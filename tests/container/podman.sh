@@ -9,7 +9,8 @@
 # phase's seconds.
 # Needs root (debootstrap, podman's storage) and scripts/install-deps.sh's podman, debootstrap and runc;
 # not root: skipped (77). DPTRAIN_CONTAINER_FRESH_BASE=1 makes the base again from nothing;
-# DPTRAIN_CONTAINER_IMAGE=NAME checks that image instead of building one (and keeps it).
+# DPTRAIN_CONTAINER_IMAGE=NAME checks that image instead of building one (and keeps it). A run killed during
+# the build (a CTest timeout) leaves buildah's working container: `podman ps --external`, then `podman rm`.
 # Usage: bash podman.sh REPO_ROOT
 set -u
 REPO=$(realpath "$1")
