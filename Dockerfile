@@ -48,8 +48,10 @@ COPY --from=build /staging/usr/local /usr/local
 
 # ssh as the MPI Operator's base image sets it up: the operator mounts the job's key pair (a Secret:
 # id_rsa, id_rsa.pub, authorized_keys) read-only at sshAuthMountPath, so hosts are not checked or recorded,
-# file modes are not checked, and sshd listens on 2222 (an unprivileged port) as the unprivileged user.
+# file modes are not checked, and sshd listens on 2222 (an unprivileged port): as the user dptrain with
+# its own configuration (below), or as root (pods with runAsUser 0) with the system's.
 RUN sed -i 's/^#\?\s*StrictHostKeyChecking .*/    StrictHostKeyChecking no/' /etc/ssh/ssh_config \
+ && sed -i 's/^#\?Port .*/Port 2222/; s/^#\?StrictModes .*/StrictModes no/' /etc/ssh/sshd_config \
  && printf '    UserKnownHostsFile /dev/null\n    LogLevel ERROR\n    Port 2222\n' >> /etc/ssh/ssh_config \
  && mkdir -p /run/sshd \
  && useradd --create-home --uid 1000 --shell /bin/bash dptrain
@@ -58,7 +60,7 @@ COPY scripts/container-entrypoint.sh /usr/local/bin/dptrain-entrypoint
 USER dptrain
 WORKDIR /home/dptrain
 # Worker pods: command /usr/sbin/sshd, args -De -f /home/dptrain/.sshd_config (sshAuthMountPath
-# /home/dptrain/.ssh); the launcher: mpirun ... dptrain run JOB.
+# /home/dptrain/.ssh; as root: /usr/sbin/sshd -De, /root/.ssh); the launcher: mpirun ... dptrain run JOB.
 RUN printf 'Port 2222\nPidFile /home/dptrain/sshd.pid\nHostKey /home/dptrain/.ssh/id_rsa\nStrictModes no\n' \
       > .sshd_config \
  && mkdir runs

@@ -5,7 +5,7 @@
 # (`podman run IMAGE run configs/quickstart.toml`, 2 ranks) into a host folder and checks summary.json
 # (test accuracy >= 0.86 on 2 ranks), that the image runs as its unprivileged user, and that man finds the
 # pages; then as the MPI Operator runs it: a launcher container's mpirun starts the ranks over ssh in a worker
-# container running sshd. Removes the containers and the image it made (not the cached base). Prints each
+# container running sshd, as the image's user and as root. Removes the containers and the image it made (not the cached base). Prints each
 # phase's seconds.
 # Needs root (debootstrap, podman's storage) and scripts/install-deps.sh's podman, debootstrap and runc;
 # not root: skipped (77). DPTRAIN_CONTAINER_FRESH_BASE=1 makes the base again from nothing;
@@ -117,29 +117,41 @@ check_summary "$TMP/runs/quickstart/summary.json" "$MIN_ACCURACY" "the quickstar
 # every pod, writes the hostfile to /etc/mpi/hostfile and sets these OMPI_MCA_ variables in the launcher.
 # Both containers share the host's network: the worker's sshd listens on 2222; the hostfile names it
 # 127.0.0.2, which mpirun does not take for itself, so it starts the ranks through ssh, in the worker.
-if ss -ltn 2>/dev/null | grep -q ':2222 '; then
-  fail "port 2222 is taken on this machine: the worker's sshd cannot listen"
-else
-  mkdir "$TMP/ssh" "$TMP/mpi" "$TMP/worker-runs"
-  podman run --rm --name "$CONTAINER" -v "$TMP/ssh:/keys:U" "$IMAGE" ssh-keygen -q -t rsa -N '' -f /keys/id_rsa
-  cp "$TMP/ssh/id_rsa.pub" "$TMP/ssh/authorized_keys"
-  echo "127.0.0.2 slots=2" >"$TMP/mpi/hostfile"
-  podman run -d --name "$CONTAINER-worker" --network host -v "$TMP/ssh:/home/dptrain/.ssh:ro" \
-    -v "$TMP/worker-runs:/home/dptrain/runs:U" "$IMAGE" /usr/sbin/sshd -De -f /home/dptrain/.sshd_config >/dev/null
+# operator_check USER SSH_AUTH_MOUNT_PATH MPIRUN_OPTIONS WORKER_COMMAND...
+operator_check() {
+  local user=$1 ssh_dir=$2 mpirun_options=$3 start; shift 3
+  local runs=$TMP/worker-runs-$user
+  mkdir "$runs"
+  podman run -d --name "$CONTAINER-worker" --user "$user" --network host -v "$TMP/ssh:$ssh_dir:ro" \
+    -v "$runs:/home/dptrain/runs:U" "$IMAGE" "$@" >/dev/null
   start=$SECONDS
-  if podman run --rm --name "$CONTAINER" --network host -v "$TMP/ssh:/home/dptrain/.ssh:ro" \
+  # shellcheck disable=SC2086  # the options are words
+  if podman run --rm --name "$CONTAINER" --user "$user" --network host -v "$TMP/ssh:$ssh_dir:ro" \
       -v "$TMP/mpi:/etc/mpi:ro" -e OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile \
       -e OMPI_MCA_plm_rsh_args="-o ConnectionAttempts=10" -e OMPI_MCA_orte_keep_fqdn_hostnames=true \
-      "$IMAGE" mpirun -np 2 dptrain run configs/quickstart.toml --set train.epochs=1 --set log.progress=none \
-      >"$TMP/operator.log" 2>&1; then
-    ok "the launcher's mpirun -np 2 dptrain run configs/quickstart.toml (1 epoch) in $((SECONDS - start)) s"
+      "$IMAGE" mpirun $mpirun_options -np 2 dptrain run configs/quickstart.toml --set train.epochs=1 \
+      --set log.progress=none >"$TMP/operator.log" 2>&1; then
+    ok "as $user: the launcher's mpirun -np 2 dptrain run configs/quickstart.toml (1 epoch) in $((SECONDS - start)) s"
     # The ranks wrote the run where they ran: in the worker's folder, not the launcher's.
-    check_summary "$TMP/worker-runs/quickstart/summary.json" "$MIN_ACCURACY_ONE_EPOCH" "the worker's summary.json"
+    check_summary "$runs/quickstart/summary.json" "$MIN_ACCURACY_ONE_EPOCH" "as $user: the worker's summary.json"
   else
-    fail "the launcher's mpirun over ssh into the worker:"; tail -8 "$TMP/operator.log"
+    fail "as $user: the launcher's mpirun over ssh into the worker:"; tail -8 "$TMP/operator.log"
     echo "# the worker's sshd:"; podman logs "$CONTAINER-worker" 2>&1 | tail -5
   fi
   podman rm --force "$CONTAINER-worker" >/dev/null 2>&1
+}
+
+if ss -ltn 2>/dev/null | grep -q ':2222 '; then
+  fail "port 2222 is taken on this machine: the worker's sshd cannot listen"
+else
+  mkdir "$TMP/ssh" "$TMP/mpi"
+  podman run --rm --name "$CONTAINER" -v "$TMP/ssh:/keys:U" "$IMAGE" ssh-keygen -q -t rsa -N '' -f /keys/id_rsa
+  cp "$TMP/ssh/id_rsa.pub" "$TMP/ssh/authorized_keys"
+  echo "127.0.0.2 slots=2" >"$TMP/mpi/hostfile"
+  # The image's user, with its own sshd configuration (the README's manifest).
+  operator_check dptrain /home/dptrain/.ssh "" /usr/sbin/sshd -De -f /home/dptrain/.sshd_config
+  # Root, as `dptrain estimate --emit k8s` writes the MPIJob (pods that set runAsUser 0).
+  operator_check root /root/.ssh "--allow-run-as-root --bind-to none" /usr/sbin/sshd -De
 fi
 
 echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures failing check(s))"
