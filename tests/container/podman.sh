@@ -148,9 +148,10 @@ else
   podman run --rm --name "$CONTAINER" -v "$TMP/ssh:/keys:U" "$IMAGE" ssh-keygen -q -t rsa -N '' -f /keys/id_rsa
   cp "$TMP/ssh/id_rsa.pub" "$TMP/ssh/authorized_keys"
   echo "127.0.0.2 slots=2" >"$TMP/mpi/hostfile"
-  # The image's user, with its own sshd configuration (the README's manifest).
+  # The image's user, with its own sshd configuration (the README's worker command).
   operator_check dptrain /home/dptrain/.ssh "" /usr/sbin/sshd -De -f /home/dptrain/.sshd_config
-  # Root, as `dptrain estimate --emit k8s` writes the MPIJob (pods that set runAsUser 0).
+  # Root, with the commands and mount path of the MPIJob that `dptrain estimate --emit k8s` writes on main;
+  # its pods must then run as root (runAsUser: 0): the image's default user is dptrain.
   operator_check root /root/.ssh "--allow-run-as-root --bind-to none" /usr/sbin/sshd -De
 fi
 
