@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libcli11-dev libtomlplusplus-dev
           libfmt-dev libboost-test-dev libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev
           dataset-fashion-mnist jargon-text python3 fish chromium tmux
-          slurm-wlm munge python3-jsonschema python3-yaml)  # tests/cluster: a real Slurm, the MPIJob schema
+          slurm-wlm munge python3-jsonschema python3-yaml  # tests/cluster: a real Slurm, the MPIJob schema
+          podman debootstrap runc)  # tests/container/podman.sh: builds the Dockerfile offline
 [[ "${1:-}" == "--bench" ]] && packages+=(python3-torch libopenblas0)
 
 missing=()
