@@ -1,7 +1,9 @@
 // mpijob_manifest: a ConfigMap holding the job file and a Kubeflow MPI Operator MPIJob
 // (kubeflow.org/v2beta1) that runs it (see emit.h). The launcher pod runs mpirun, which reaches the
 // workers over ssh (the operator writes the hostfile and the keys); each worker pod runs sshd and
-// holds ranks_per_node ranks. The YAML is written by hand: block style, every string double-quoted.
+// holds ranks_per_node ranks, all as the image's user `dptrain` (the project's Dockerfile: sshd on port 2222
+// with its own configuration, the operator's keys mounted in its home, as the operator's own images).
+// The YAML is written by hand: block style, every string double-quoted.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -101,7 +103,7 @@ std::string mpijob_manifest(const SchedulerRequest& r) {
   std::string s = fmt::format(
       "# dptrain job '{}': {} ranks on {} worker pod(s) of {} slot(s), written by dptrain.\n"
       "# Apply with: kubectl apply -f FILE (needs the Kubeflow MPI Operator, kubeflow.org/v2beta1). The image\n"
-      "# holds dptrain, OpenMPI, an ssh client and sshd; ranks run as root and read {}.\n",
+"# is the project's Dockerfile's (dptrain, OpenMPI, ssh and sshd); ranks run as its user dptrain and read {}.\n",
       r.job_name, r.ranks, r.nodes, slots, kMountedJobFile);
   s += "apiVersion: \"v1\"\nkind: \"ConfigMap\"\n" + metadata(config_map, r, name);
   s += "data:\n  job.toml: " + block(r.job_text, 4, 2);
@@ -111,13 +113,13 @@ std::string mpijob_manifest(const SchedulerRequest& r) {
   s += "  runLauncherAsWorker: false\n";
   s += "  mpiImplementation: \"OpenMPI\"\n";
   s += "  launcherCreationPolicy: \"WaitForWorkersReady\"\n";  // mpirun starts once every sshd is up
-  s += "  sshAuthMountPath: \"/root/.ssh\"\n";                // the ranks run as root
+  s += "  sshAuthMountPath: \"/home/dptrain/.ssh\"\n";        // the image's user's home
   s += "  runPolicy:\n    cleanPodPolicy: \"Running\"\n    backoffLimit: 0\n";
   if (r.time_limit_s > 0)
     s += fmt::format("    activeDeadlineSeconds: {}\n", static_cast<int64_t>(std::ceil(r.time_limit_s)));
   s += "  mpiReplicaSpecs:\n";
 
-  std::vector<std::string> launcher{"mpirun", "--allow-run-as-root", "-np", std::to_string(r.ranks),
+  std::vector<std::string> launcher{"mpirun", "-np", std::to_string(r.ranks),
                                     "--bind-to", "none", r.container_dptrain, "run", kMountedJobFile,
                                     fmt::format("--set=launch.ranks={}", r.ranks), "--set=log.progress=plain"};
   launcher.insert(launcher.end(), r.run_args.begin(), r.run_args.end());
@@ -129,7 +131,7 @@ std::string mpijob_manifest(const SchedulerRequest& r) {
     worker.emplace_back("memory", fmt::format("{}Mi", (r.memory_per_rank_bytes * slots + kMiB - 1) / kMiB));
   if (r.gpus_per_rank > 0) worker.emplace_back("nvidia.com/gpu", std::to_string(r.gpus_per_rank * slots));
   s += fmt::format("    Worker:\n      replicas: {}\n      restartPolicy: \"Never\"\n", r.nodes);
-  s += pod("worker", image, {"/usr/sbin/sshd", "-De"}, worker, config_map);
+  s += pod("worker", image, {"/usr/sbin/sshd", "-De", "-f", "/home/dptrain/.sshd_config"}, worker, config_map);
   return s;
 }
 

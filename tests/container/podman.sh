@@ -148,10 +148,25 @@ else
   podman run --rm --name "$CONTAINER" -v "$TMP/ssh:/keys:U" "$IMAGE" ssh-keygen -q -t rsa -N '' -f /keys/id_rsa
   cp "$TMP/ssh/id_rsa.pub" "$TMP/ssh/authorized_keys"
   echo "127.0.0.2 slots=2" >"$TMP/mpi/hostfile"
-  # The image's user, with its own sshd configuration (the README's worker command).
-  operator_check dptrain /home/dptrain/.ssh "" /usr/sbin/sshd -De -f /home/dptrain/.sshd_config
-  # Root, with the commands and mount path of the MPIJob that `dptrain estimate --emit k8s` writes on main;
-  # its pods must then run as root (runAsUser: 0): the image's default user is dptrain.
+  # The image's user, with the mount path, the launcher's mpirun options and the worker's command of the
+  # MPIJob the image's own `dptrain estimate --emit k8s` writes.
+  podman run --rm "$IMAGE" estimate configs/quickstart.toml --no-timing --emit k8s >"$TMP/mpijob.yaml" 2>&1 ||
+    fail "estimate --emit k8s in the image: $(tail -2 "$TMP/mpijob.yaml")"
+  mapfile -t emitted < <(/usr/bin/python3 - "$TMP/mpijob.yaml" <<'PY'
+import sys, yaml
+job = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "MPIJob"][0]["spec"]
+pod = lambda t: job["mpiReplicaSpecs"][t]["template"]["spec"]["containers"][0]["command"]
+launcher = pod("Launcher")
+print(job["sshAuthMountPath"])
+print(" ".join(launcher[1:launcher.index("-np")]))  # mpirun's options before -np
+print("\n".join(pod("Worker")))
+PY
+  )
+  if ((${#emitted[@]} >= 3)); then
+    ok "the emitted MPIJob: sshAuthMountPath ${emitted[0]}, worker ${emitted[*]:2}"
+    operator_check dptrain "${emitted[0]}" "${emitted[1]}" "${emitted[@]:2}"
+  else fail "could not read the emitted MPIJob: $(head -5 "$TMP/mpijob.yaml")"; fi
+  # Pods run as root (runAsUser: 0) work too: root's sshd configuration listens on 2222 as well.
   operator_check root /root/.ssh "--allow-run-as-root --bind-to none" /usr/sbin/sshd -De
 fi
 

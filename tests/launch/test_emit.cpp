@@ -133,8 +133,9 @@ BOOST_AUTO_TEST_CASE(manifest_fields) {
         "    activeDeadlineSeconds: 3662\n", "    Worker:\n      replicas: 2\n",
         "    Launcher:\n      replicas: 1\n", "image: \"registry.example/dptrain:1\"",
         "cpu: \"8\"", "memory: \"12289Mi\"", "nvidia.com/gpu: \"4\"", "mountPath: \"/etc/dptrain\"",
-        "\"--allow-run-as-root\", \"-np\", \"8\"", "\"dptrain\", \"run\", \"/etc/dptrain/job.toml\"",
-        "\"--out\", \"runs/q 8\"]", "command: [\"/usr/sbin/sshd\", \"-De\"]"})
+        "[\"mpirun\", \"-np\", \"8\"", "\"dptrain\", \"run\", \"/etc/dptrain/job.toml\"",
+        "\"--out\", \"runs/q 8\"]", "sshAuthMountPath: \"/home/dptrain/.ssh\"",
+        "command: [\"/usr/sbin/sshd\", \"-De\", \"-f\", \"/home/dptrain/.sshd_config\"]"})
     BOOST_TEST(contains(m, part), part);
   // The job text as a literal block, each line indented under job.toml, blank lines kept.
   BOOST_TEST(contains(m, "  job.toml: |2\n    [job]\n    name = \"quick\"\n\n    [launch]\n    ranks = 8\n---\n"));
