@@ -229,6 +229,15 @@ expect_error "a profile of another model" 2 "other.toml|has 2 blocks|has 3|profi
   "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$TMP/other.toml\"" --out pipe-new
 expect_error "PipeDream's graph as the run's profile" 2 "[parallel.pipeline] profile|not a dptrain layer profile" -- \
   "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$(realpath "$(dirname "$DPTRAIN")/../../shared/profiles/pipedream/alexnet_graph.txt" 2>/dev/null || echo /nonexistent)\"" --out pipe-new
+# estimate: its device, its profile.
+expect_error "estimate on an unknown device" 2 "--device|unknown device 'h900'|known: h200" -- \
+  "$DPTRAIN" estimate good.toml --device h900
+expect_error "estimate --fit without a device" 2 "--fit|needs a device kind|--device" -- \
+  "$DPTRAIN" estimate good.toml --fit
+expect_error "estimate with a profile of another model" 2 "other.toml|not of|profile --layers" -- \
+  "$DPTRAIN" estimate good.toml --set "model.hidden=[16, 16]" --profile "$TMP/other.toml"
+expect_error "estimate --emit of an unknown scheduler" 2 "--emit|pbs" -- \
+  "$DPTRAIN" estimate good.toml --emit pbs
 expect_error "a memory limit nothing fits" 2 "[cluster] memory_gb|nothing fits|add devices or memory" -- \
   "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$TMP/layers.toml\"" \
   --set "cluster.memory_gb=[1e-6, 1e-6]" --out pipe-new

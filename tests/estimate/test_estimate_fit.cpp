@@ -1,0 +1,80 @@
+// The estimate's search for the fewest devices of a kind (lib/estimate/fit.cpp) against the estimate on
+// every device count: the answer is the first count whose largest rank fits the kind's memory, and the
+// count before it does not fit; a kind nothing fits on says so. Also the request's sizes and the
+// roofline times of a known device.
+#define BOOST_TEST_MODULE estimate_fit
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+
+#include "lib/cluster/cluster.h"
+#include "lib/estimate/estimate.h"
+#include "lib/job/job.h"
+
+using namespace dp;
+
+namespace {
+
+Job gpt_job() {
+  return load_job(std::string(DPTRAIN_SOURCE_DIR) + "/configs/gpt.toml", {"model.layers=2", "train.global_batch=64"});
+}
+
+// The largest rank's buffers of the job on n devices.
+double peak_on(Job job, const estimate::ModelFacts& facts, int64_t n) {
+  job.launch.ranks = n;
+  const estimate::Estimate e = estimate::estimate_job(job, facts, cluster_from_job(job), {}, {});
+  double most = 0;
+  for (const estimate::RankEstimate& r : e.ranks) most = std::max(most, r.memory.total());
+  return most;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fewest_devices_is_the_first_count_that_fits) {
+  const Job job = gpt_job();
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  std::vector<double> peak{0};
+  for (int64_t n = 1; n <= 8; ++n) peak.push_back(peak_on(job, facts, n));
+  BOOST_TEST(peak[3] < peak[2]);  // shares and MRA's shards shrink with more ranks
+  for (int64_t want : {1, 3, 6}) {
+    estimate::DeviceKind d{"small", 0, 1, 0, 1, true};
+    d.memory_gb = (want == 1 ? peak[1] * 1.01 : (peak[size_t(want)] + peak[size_t(want) - 1]) / 2) / 1e9;
+    const estimate::Fit f = estimate::fewest_devices(job, facts, {}, d);
+    BOOST_TEST_CONTEXT("expected " << want << " devices of " << d.memory_gb << " GB") {
+      BOOST_TEST(f.devices == want);
+      BOOST_TEST(f.peak_bytes == peak[size_t(want)]);
+    }
+  }
+  estimate::DeviceKind tiny{"tiny", 1e-6, 1, 0, 1, true};
+  const estimate::Fit none = estimate::fewest_devices(job, facts, {}, tiny);
+  BOOST_TEST(none.devices == 0);
+  BOOST_TEST(none.note.find("does not fit") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(request_and_roofline) {
+  Job job = gpt_job();
+  job.launch.ranks = 4;
+  job.train.threads = 3;
+  job.cluster.ranks_per_node = 2;
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  const estimate::DeviceKind h200 = estimate::device_kind("h200", "--device");
+  estimate::Timing t;
+  t.profile = estimate::roofline_profile(facts, h200, false, 16);
+  estimate::Options o;
+  o.baseline_resident_bytes = 100e6;
+  const estimate::Estimate e = estimate::estimate_job(job, facts, cluster_from_job(job), t, o);
+  BOOST_TEST(e.request.ranks == 4);
+  BOOST_TEST(e.request.nodes == 2);
+  BOOST_TEST(e.request.ranks_per_node == 2);
+  BOOST_TEST(e.request.cpus_per_rank == 3);
+  double most = 0;
+  for (const estimate::RankEstimate& r : e.ranks) most = std::max(most, r.resident_bytes);
+  BOOST_TEST(double(e.request.memory_per_rank_bytes) >= most * 1.2);
+  BOOST_TEST(double(e.request.memory_per_rank_bytes) < most * 1.2 + double(1 << 20));
+  // At peak rates a step is at least its FLOPs at the peak, on the slowest rank's share.
+  const double flops_s = facts.forward_flops() + facts.backward_flops();
+  BOOST_TEST(e.step_s >= flops_s * 16 / (h200.peak_tflops * 1e12));
+  BOOST_TEST(e.flops_per_step == flops_s * 64);
+  BOOST_TEST(e.job_s > e.step_s * double(e.total_steps));  // evaluations on top
+  BOOST_TEST(e.request.time_limit_s > e.job_s);
+}
