@@ -8,6 +8,7 @@
 
 #include "lib/core/error.h"
 #include "lib/estimate/estimate.h"
+#include "lib/train/layer_profile.h"
 
 namespace dp::estimate {
 
@@ -59,29 +60,9 @@ pipeline::BlockProfile roofline_profile(const ModelFacts& facts, const DeviceKin
 }
 
 pipeline::BlockProfile shape_profile(const ModelFacts& facts, int64_t micro_batch) {
-  pipeline::BlockProfile p;
+  pipeline::BlockProfile p =
+      block_sizes(facts.blocks, 4.0 * double(facts.input_floats + facts.input_tokens), micro_batch);
   p.model = facts.describe;
-  p.micro_batch = micro_batch;
-  p.input_bytes = 4.0 * double(facts.input_floats + facts.input_tokens);
-  auto owner = [&](int64_t offset) {
-    for (size_t j = 0; j < facts.blocks.size(); ++j) {
-      const BlockShape& s = facts.blocks[j];
-      if (offset >= s.param_offset && offset < s.param_offset + s.param_count) return int(j);
-    }
-    return -1;
-  };
-  for (size_t i = 0; i < facts.blocks.size(); ++i) {
-    const BlockShape& s = facts.blocks[i];
-    const double input = i == 0 ? p.input_bytes : 4.0 * double(facts.blocks[i - 1].out_floats);
-    pipeline::BlockRow row;
-    row.name = s.name;
-    row.output_bytes = 4.0 * double(s.out_floats);
-    row.saved_bytes = input + 4.0 * double(s.saved_floats);
-    row.work_bytes = 4.0 * double(s.scratch_floats);
-    row.param_bytes = 4.0 * double(s.param_count);
-    row.shares_weights_with = s.shared_count > 0 ? owner(s.shared_offset) : -1;
-    p.blocks.push_back(std::move(row));
-  }
   return p;
 }
 

@@ -110,9 +110,11 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
       // the probe's copy (and rank 0's block timing, about as large).
       const double training = sp.peak_bytes[i] + whole + (r.rank == 0 ? eval : 0.0);
       r.memory.other = std::max(training, whole + probe) - sp.peak_bytes[i];
-      r.compute_s = double(plan.micro_batches) * (sp.forward_s + sp.backward_s);
-      r.comm_s = double(plan.micro_batches) * sp.link_s + sp.allreduce_s;
-      r.update_s = sp.update_s;
+      if (t.profile) {
+        r.compute_s = double(plan.micro_batches) * (sp.forward_s + sp.backward_s);
+        r.comm_s = double(plan.micro_batches) * sp.link_s + sp.allreduce_s;
+        r.update_s = sp.update_s;
+      }
       r.host_bytes += facts.dataset_bytes;  // the probe loads the data set a second time
       e.ranks.push_back(r);
     }

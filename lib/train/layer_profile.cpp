@@ -151,31 +151,38 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
     const double per_sample = (t_n - t_few) / double(n - few);
     return std::clamp(t_few - per_sample * double(few), 0.0, t_n);
   };
-  pipeline::BlockProfile p;
+  std::vector<BlockShape> shapes;
+  for (int i = 0; i < count; ++i) shapes.push_back(model->block(i).shape());
+  pipeline::BlockProfile p = block_sizes(shapes, 4.0 * double(text ? shape.context : shape.features), n);
   p.model = model->describe();
   p.device = cuda ? "cuda" : "cpu";
-  p.micro_batch = n;
-  // A block keeps its input for its backward: the data (or the token ids) for the first, else the
-  // previous block's output.
-  const double first_input = 4.0 * double(text ? shape.context : shape.features);
-  p.input_bytes = first_input;
-  auto owner = [&](int64_t offset) {  // the block whose parameters hold `offset`
-    for (int j = 0; j < count; ++j) {
-      const BlockShape& s = model->block(j).shape();
-      if (offset >= s.param_offset && offset < s.param_offset + s.param_count) return j;
-    }
-    return -1;
-  };
   for (int i = 0; i < count; ++i) {
-    const BlockShape& s = model->block(i).shape();
-    const double input = i == 0 ? first_input : 4.0 * double(model->block(i - 1).shape().out_floats);
-    pipeline::BlockRow row;
-    row.name = s.name;
+    pipeline::BlockRow& row = p.blocks[size_t(i)];
     row.forward_ms = full.forward_ms[size_t(i)];
     row.backward_ms = full.backward_ms[size_t(i)];
     row.forward_fixed_ms = fixed_part(row.forward_ms, small.forward_ms[size_t(i)]);
     row.backward_fixed_ms = fixed_part(row.backward_ms, small.backward_ms[size_t(i)]);
     row.update_ms = updates[size_t(i)];
+  }
+  return p;
+}
+
+pipeline::BlockProfile block_sizes(const std::vector<BlockShape>& blocks, double input_bytes, int64_t micro_batch) {
+  pipeline::BlockProfile p;
+  p.micro_batch = micro_batch;
+  p.input_bytes = input_bytes;
+  auto owner = [&](int64_t offset) {  // the block whose parameters hold `offset`
+    for (size_t j = 0; j < blocks.size(); ++j)
+      if (offset >= blocks[j].param_offset && offset < blocks[j].param_offset + blocks[j].param_count) return int(j);
+    return -1;
+  };
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const BlockShape& s = blocks[i];
+    // A block keeps its input for its backward: the data (or the token ids) for the first, else the
+    // previous block's output.
+    const double input = i == 0 ? input_bytes : 4.0 * double(blocks[i - 1].out_floats);
+    pipeline::BlockRow row;
+    row.name = s.name;
     row.output_bytes = 4.0 * double(s.out_floats);
     row.saved_bytes = input + 4.0 * double(s.saved_floats);
     row.work_bytes = 4.0 * double(s.scratch_floats);
