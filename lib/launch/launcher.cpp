@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <thread>
 
 #include "lib/core/error.h"
@@ -95,6 +96,28 @@ std::string shell_line(const std::vector<std::string>& argv) {
   return line;
 }
 
+namespace {
+
+// The launched command (mpirun, srun), for the signal handlers; 0 when none runs.
+volatile sig_atomic_t launched_pid = 0;
+volatile sig_atomic_t launcher_signal = 0;  // the last termination signal this process was sent
+
+// SIGTERM or SIGHUP sent to this process alone (a scheduler stopping the job, a closed terminal) goes on
+// to the launched command, which passes it to the ranks and stops them, so no rank is left running
+// when this process returns. Async-signal-safe: kill() only.
+void forward_signal(int sig) {
+  launcher_signal = sig;
+  if (launched_pid > 0) ::kill(pid_t(launched_pid), sig);
+}
+
+constexpr int kForwarded[] = {SIGTERM, SIGHUP};
+// A scheduler's warning before pre-emption (Slurm's --signal): the ranks do not act on it yet, so this
+// process ignores it rather than die of it and leave the ranks behind; the launched command gets the
+// default disposition.
+constexpr int kIgnored[] = {SIGUSR1, SIGUSR2};
+
+}  // namespace
+
 int run_and_wait(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -106,21 +129,51 @@ int run_and_wait(const std::vector<std::string>& argv) {
   sigset_t defaults;
   sigemptyset(&defaults);
   sigaddset(&defaults, SIGINT);
+  for (int sig : kForwarded) sigaddset(&defaults, sig);
+  for (int sig : kIgnored) sigaddset(&defaults, sig);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   auto* previous = ::signal(SIGINT, SIG_IGN);
+  // Block the forwarded signals until the child's pid is known, so none is lost in between.
+  sigset_t forwarded, unblocked;
+  sigemptyset(&forwarded);
+  for (int sig : kForwarded) sigaddset(&forwarded, sig);
+  ::sigprocmask(SIG_BLOCK, &forwarded, &unblocked);
+  posix_spawnattr_setsigmask(&attr, &unblocked);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  struct sigaction forward = {}, before[std::size(kForwarded)];
+  forward.sa_handler = forward_signal;
+  sigemptyset(&forward.sa_mask);
+  for (size_t i = 0; i < std::size(kForwarded); ++i) ::sigaction(kForwarded[i], &forward, &before[i]);
+  struct sigaction ignore = {}, ignored_before[std::size(kIgnored)];
+  ignore.sa_handler = SIG_IGN;
+  for (size_t i = 0; i < std::size(kIgnored); ++i) ::sigaction(kIgnored[i], &ignore, &ignored_before[i]);
+  auto restore = [&] {
+    launched_pid = 0;
+    for (size_t i = 0; i < std::size(kForwarded); ++i) ::sigaction(kForwarded[i], &before[i], nullptr);
+    for (size_t i = 0; i < std::size(kIgnored); ++i) ::sigaction(kIgnored[i], &ignored_before[i], nullptr);
+    ::sigprocmask(SIG_SETMASK, &unblocked, nullptr);
+    ::signal(SIGINT, previous);
+  };
   pid_t pid = 0;
+  launcher_signal = 0;
   const int rc = ::posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), environ);
   posix_spawnattr_destroy(&attr);
+  if (rc == 0) launched_pid = pid;
+  ::sigprocmask(SIG_SETMASK, &unblocked, nullptr);
   if (rc != 0) {
-    ::signal(SIGINT, previous);
+    restore();
     throw UsageError(argv[0], std::string("cannot start: ") + std::strerror(rc),
                      "install OpenMPI (apt-get install openmpi-bin) or set [launch] mpirun");
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw RuntimeFailure(argv[0], std::string("waitpid: ") + std::strerror(errno));
-  ::signal(SIGINT, previous);
+    if (errno != EINTR) {
+      restore();
+      throw RuntimeFailure(argv[0], std::string("waitpid: ") + std::strerror(errno));
+    }
+  restore();
+  // Stopped by a signal sent to this process: the conventional status of that signal.
+  if (launcher_signal != 0) return 128 + int(launcher_signal);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

@@ -45,6 +45,8 @@ std::vector<std::string> launch_command(const LaunchSection& launch, const Launc
 std::string shell_line(const std::vector<std::string>& argv);
 
 // Runs argv (searching PATH), waits, returns its exit status (128 + signal when killed by a signal).
+// SIGTERM and SIGHUP sent to this process while it waits go on to the command (mpirun stops its ranks),
+// and the status is then 128 + that signal; SIGUSR1/SIGUSR2 are ignored while it waits.
 // Throws UsageError when the program cannot be started (for example mpirun is not installed).
 int run_and_wait(const std::vector<std::string>& argv);
 

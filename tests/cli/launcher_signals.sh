@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Signals sent to the `dptrain run` launcher alone (not to its process group): SIGTERM and SIGHUP go on to
+# mpirun, which stops the ranks; the launcher returns 128 + the signal once they are gone, and no process
+# of the run is left. SIGUSR1 (a scheduler's warning before pre-emption) neither stops the launcher nor
+# the run. Before: a SIGTERM ended the launcher with 143 while mpirun and the ranks trained on as orphans.
+# Usage: bash launcher_signals.sh PATH/TO/dptrain REPO_ROOT
+set -u
+DPTRAIN=$(realpath "$1")
+TMP=$(mktemp -d)
+failures=0
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
+left() { pgrep -f -- "--out $TMP/run" | grep -vx "$$" ; }
+trap 'pkill -KILL -f -- "--out $TMP/run" 2>/dev/null; rm -rf "$TMP"' EXIT
+cat >"$TMP/job.toml" <<'TOML'
+[data]
+dataset = "synthetic"
+train_samples = 4096
+[model]
+hidden = [64]
+[train]
+steps = 1000000
+global_batch = 64
+[log]
+every = 5
+progress = "none"
+[checkpoint]
+every = 100
+[launch]
+ranks = 2
+TOML
+
+# start_run NAME: the launcher in the background, in a session of its own (as a batch system starts it,
+# so no terminal signal reaches its group); waits for training to be logged.
+start_run() {
+  setsid "$DPTRAIN" run "$TMP/job.toml" --out "$TMP/run-$1" --force >"$TMP/$1.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do
+    grep -q '"kind":"train"' "$TMP/run-$1/metrics.jsonl" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  not_ok "$1" "no training logged in 60 s: $(tail -3 "$TMP/$1.log")"
+  return 1
+}
+# wait_gone PID SECONDS: waits for the launcher to exit; sets status to its exit status (or "running").
+wait_gone() {
+  status=running
+  for _ in $(seq $(($2 * 10))); do
+    kill -0 "$1" 2>/dev/null || { wait "$1"; status=$?; return; }
+    sleep 0.1
+  done
+}
+
+for sig in TERM HUP; do
+  want=$((128 + $(kill -l "$sig")))
+  start_run "$sig" || continue
+  kill -"$sig" "$pid"
+  t0=$SECONDS
+  wait_gone "$pid" 60
+  [[ $status == "$want" ]] && ok "SIG$sig to the launcher: exit $status after $((SECONDS - t0)) s" ||
+    not_ok "SIG$sig to the launcher" "status $status, expected $want: $(tail -3 "$TMP/$sig.log")"
+  sleep 1
+  rest=$(pgrep -af -- "--out $TMP/run-$sig")
+  [[ -z $rest ]] && ok "SIG$sig: no mpirun or rank of the run left" ||
+    not_ok "SIG$sig: processes left" "$rest"
+done
+
+start_run USR1 && {
+  kill -USR1 "$pid"
+  sleep 3
+  kill -0 "$pid" 2>/dev/null && [[ -n $(pgrep -f -- "--out $TMP/run-USR1") ]] &&
+    ok "SIGUSR1 to the launcher: the run goes on" || not_ok "SIGUSR1" "the run stopped: $(tail -3 "$TMP/USR1.log")"
+  kill -TERM "$pid"
+  wait_gone "$pid" 60
+  [[ $status == 143 ]] && ok "then SIGTERM: exit 143" || not_ok "SIGTERM after SIGUSR1" "status $status"
+}
+echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures failing check(s))"
+((failures == 0))
