@@ -48,6 +48,31 @@ void check_run_dir(const RunDir& d, bool resume, bool force) {
                      "pass --resume to continue it, --out DIR for a new directory, or --force to replace it");
 }
 
+void check_run_dir_writable(const RunDir& d) {
+  // The outermost folder this check creates, removed again afterwards with all below it.
+  fs::path created;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(d.checkpoints(), ec); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    if (ec) break;  // a path through a file: nothing below it can be created
+    created = p;
+    if (p == p.parent_path()) break;
+  }
+  ec.clear();
+  fs::create_directories(d.checkpoints(), ec);
+  const std::string probe = d.checkpoints() + "/.dptrain-write-check";
+  if (!ec) {
+    std::ofstream(probe) << "dptrain\n";
+    if (!fs::exists(probe, ec) || fs::file_size(probe, ec) == 0) ec = std::make_error_code(std::errc::io_error);
+    std::error_code ignored;
+    fs::remove(probe, ignored);
+  }
+  std::error_code ignored;
+  if (!created.empty()) fs::remove_all(created, ignored);
+  if (ec)
+    throw UsageError(d.root, "cannot create or write the output directory: " + ec.message(),
+                     "choose a writable folder with --out or [job] output_dir");
+}
+
 void prepare_run_dir(const RunDir& d, bool resume, bool force, int64_t resume_step) {
   std::error_code ec;
   fs::create_directories(d.checkpoints(), ec);

@@ -19,6 +19,9 @@ struct RunDir {
 // Read-only check, safe on every rank: a new run (not resume) into a directory that already holds a run
 // is a UsageError unless `force`.
 void check_run_dir(const RunDir& dir, bool resume, bool force);
+// Before ranks start (the launcher): the folders can be created and written, found by creating them and
+// a file in them, then removing whatever it created. Throws UsageError naming the directory otherwise.
+void check_run_dir_writable(const RunDir& dir);
 // Rank 0 only, after every check passed: creates the folders; for a forced new run removes the previous
 // run's files (metrics, summary, checkpoints, job); on resume drops metrics lines after `resume_step`.
 void prepare_run_dir(const RunDir& dir, bool resume, bool force, int64_t resume_step);

@@ -37,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 void check_run_inputs(const Job& job, const RunOptions& opts) {
   (void)choose_device(job);
   const Setup s = build_setup(job, opts, cpu_kernels());
+  check_run_dir_writable(s.dir);
   if (job.parallel.strategy == "cgp") check_cgp_job(job, *s.model);
   if (job.parallel.strategy == "pipeline") check_pipeline_job(job, *s.model);
 }

@@ -229,6 +229,11 @@ expect_error "a profile of another model" 2 "other.toml|has 2 blocks|has 3|profi
   "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$TMP/other.toml\"" --out pipe-new
 expect_error "PipeDream's graph as the run's profile" 2 "[parallel.pipeline] profile|not a dptrain layer profile" -- \
   "$DPTRAIN" run good.toml "${pipe[@]}" --set "parallel.pipeline.profile=\"$(realpath "$(dirname "$DPTRAIN")/../../shared/profiles/pipedream/alexnet_graph.txt" 2>/dev/null || echo /nonexistent)\"" --out pipe-new
+# An output directory that cannot be created or written: found before ranks start (even as root).
+expect_error "an output directory under /proc" 2 "/proc/dptrain-test/run|cannot create or write the output directory|--out" -- \
+  "$DPTRAIN" run good.toml --out /proc/dptrain-test/run
+expect_error "an output directory under a file" 2 "good.toml/run|cannot create or write the output directory" -- \
+  "$DPTRAIN" run good.toml --out good.toml/run
 # estimate: its device, its profile.
 expect_error "estimate on an unknown device" 2 "--device|unknown device 'h900'|known: h200" -- \
   "$DPTRAIN" estimate good.toml --device h900
