@@ -1,6 +1,7 @@
 // mpirun command construction and process spawning for `dptrain run`.
 #include "lib/launch/launcher.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -52,7 +53,13 @@ std::vector<std::string> mpirun_command(const LaunchSection& launch, const Launc
   } else if (launch.hosts.empty() && slurm_allocation(host)) {
     // Inside a Slurm allocation mpirun finds the nodes and slots itself (and starts its daemons with srun).
   } else if (launch.hosts.empty()) {
-    // One machine: keep all traffic local; allow more ranks than cores (and then do not pin them).
+    // One machine: keep all traffic local; allow more ranks than cores (and then do not pin them), but
+    // not so many that each gets a sliver of a core: that is a mistyped rank count, not a plan.
+    if (launch.ranks > kMaxRanksPerCore * int64_t(host.cores))
+      throw UsageError("[launch] ranks",
+                       fmt::format("{} ranks on this machine's {} core(s): more than {} per core", launch.ranks,
+                                   host.cores, kMaxRanksPerCore),
+                       "lower [launch] ranks, or name other machines with [launch] hosts or hostfile");
     cmd.insert(cmd.end(), {"--mca", "btl", "self,vader", "--mca", "oob_tcp_if_include", "lo"});
     if (launch.ranks > host.cores) cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", "none"});
   } else {

@@ -33,6 +33,8 @@ bool inside_mpi_job(const std::function<const char*(const char*)>& getenv);
 // --allow-run-as-root for root, loopback-only transports on one machine, -x for the environment
 // variables ranks need (OpenBLAS/OpenMP settings, PATH, LD_LIBRARY_PATH, DPTRAIN_*), then the job's
 // extra mpirun_args verbatim. Reads nothing but its arguments.
+// The most ranks mpirun_command starts per core on one machine (more: UsageError).
+constexpr int64_t kMaxRanksPerCore = 8;
 std::vector<std::string> mpirun_command(const LaunchSection& launch, const LaunchHost& host,
                                         const std::vector<std::string>& self_args);
 

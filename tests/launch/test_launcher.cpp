@@ -157,6 +157,13 @@ BOOST_AUTO_TEST_CASE(oversubscribe_only_when_ranks_exceed_cores) {
   BOOST_TEST(!has(remote, "--bind-to"));
 }
 
+BOOST_AUTO_TEST_CASE(far_more_ranks_than_cores_is_refused_on_one_machine) {
+  BOOST_CHECK_NO_THROW(dp::mpirun_command(launch(16), host(false, 2), kSelf));  // 8 per core: emulation
+  BOOST_CHECK_THROW(dp::mpirun_command(launch(17), host(false, 2), kSelf), dp::UsageError);
+  BOOST_CHECK_THROW(dp::mpirun_command(launch(500), host(false, 2), kSelf), dp::UsageError);
+  BOOST_CHECK_NO_THROW(dp::mpirun_command(launch(500, {"a:250", "b:250"}), host(false, 2), kSelf));  // elsewhere
+}
+
 BOOST_AUTO_TEST_CASE(host_list_joined_with_commas) {
   const Args two = dp::mpirun_command(launch(4, {"a:2", "b:2"}), host(false, 4), kSelf);
   BOOST_TEST(find_seq(two, {"--host", "a:2,b:2"}) >= 0, joined(two));
