@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <new>
 
 #include "apps/dptrain/commands.h"
 #include "lib/core/backend.h"
@@ -197,6 +198,10 @@ int main(int argc, char** argv) {
   } catch (const dp::Error& e) {
     std::fprintf(stderr, "dptrain: %s\n", e.line().c_str());
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "dptrain: error: out of memory (hint: 'dptrain estimate JOB' says what each rank needs; "
+                         "a smaller model, batch or more ranks need less)\n");
+    return 1;
   }
   return status;
 }
