@@ -39,6 +39,15 @@ std::optional<estimate::DeviceKind> device_of(const EstimateCommand& cmd) {
   return d;
 }
 
+// Whether this machine has a GPU the job would train on.
+bool gpu_here(const Job& job) {
+  try {
+    return train_detail::choose_device(job).kind == "cuda";
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 estimate::Timing timing_of(const EstimateCommand& cmd, const Job& job, const estimate::ModelFacts& facts,
                            const std::optional<estimate::DeviceKind>& device) {
   estimate::Timing t;
@@ -59,6 +68,9 @@ estimate::Timing timing_of(const EstimateCommand& cmd, const Job& job, const est
     t.profile = estimate::roofline_profile(facts, *device, job.train.precision == "bf16", micro);
     t.basis = device->name + "'s peak rates (a lower bound)";
   } else {
+    if (job.train.device == "cuda" && !gpu_here(job))
+      throw UsageError("--profile", "the job trains on GPUs and this machine has none to time its blocks on",
+                       "give --profile FILE (profile --layers on a GPU), --device NAME (peak rates) or --no-timing");
     t.profile = measure_block_profile(job, micro, 5, 2);
     t.basis = "the blocks timed here (" + t.profile->device + ", " + std::to_string(micro) + " samples)";
   }
@@ -77,7 +89,8 @@ int cmd_estimate(const EstimateCommand& cmd) {
   const estimate::Timing timing = timing_of(cmd, job, facts, device);
   estimate::Options o;
   o.baseline_resident_bytes = baseline;
-  o.gpu = train_detail::choose_device(job).kind == "cuda";
+  // The ranks' device where the job runs: cuda as asked, auto as this machine resolves it.
+  o.gpu = job.train.device == "cuda" || (job.train.device == "auto" && gpu_here(job));
   if (cmd.fit) o.fit_device = device;
   const estimate::Estimate e = estimate::estimate_job(job, facts, pipeline_cluster(job), timing, o);
   if (!cmd.emit.empty()) {

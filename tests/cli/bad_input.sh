@@ -243,6 +243,10 @@ expect_error "estimate --fit without a device" 2 "--fit|needs a device kind|--de
   "$DPTRAIN" estimate good.toml --fit
 expect_error "estimate with a profile of another model" 2 "other.toml|not of|profile --layers" -- \
   "$DPTRAIN" estimate good.toml --set "model.hidden=[16, 16]" --profile "$TMP/other.toml"
+if ! "$DPTRAIN" --version | grep -q 'device(s)'; then  # no GPU here to time a GPU job's blocks on
+  expect_error "estimate of a GPU job with nothing to time it on" 2 "--profile|has none to time|--device NAME" -- \
+    "$DPTRAIN" estimate good.toml --set train.device=cuda
+fi
 expect_error "estimate --emit of an unknown scheduler" 2 "--emit|pbs" -- \
   "$DPTRAIN" estimate good.toml --emit pbs
 expect_error "a memory limit nothing fits" 2 "[cluster] memory_gb|nothing fits|add devices or memory" -- \
