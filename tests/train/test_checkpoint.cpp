@@ -121,3 +121,37 @@ BOOST_AUTO_TEST_CASE(listing_and_pruning_keep_the_newest) {
   BOOST_TEST(fs::exists(t.path / "notes.txt"));
   BOOST_TEST(!dp::newest_checkpoint((t.path / "none").string()).has_value());
 }
+
+// Issue 16's corruption target: a checkpoint truncated at every sixteenth of its length, and one with any
+// single byte flipped, anywhere in the file, never loads: every case is a CheckpointError (one line).
+BOOST_AUTO_TEST_CASE(every_truncation_and_every_flipped_byte_is_detected) {
+  TempDir t;
+  const auto good = dp::checkpoint_path(t.path.string(), 7);
+  dp::write_checkpoint(good, sample());
+  const auto size = std::streamoff(fs::file_size(good));
+  const auto bad = (t.path / "step-00000008.ckpt").string();
+  int detected = 0, cases = 0;
+  for (int k = 0; k < 16; ++k) {
+    fs::copy_file(good, bad, fs::copy_options::overwrite_existing);
+    fs::resize_file(bad, uintmax_t(size * k / 16));
+    ++cases;
+    try {
+      dp::read_checkpoint(bad);
+    } catch (const dp::CheckpointError& e) {
+      detected += e.line().find('\n') == std::string::npos;
+    }
+  }
+  for (std::streamoff offset = 0; offset < size; ++offset) {
+    fs::copy_file(good, bad, fs::copy_options::overwrite_existing);
+    flip_byte(bad, offset);
+    ++cases;
+    try {
+      dp::read_checkpoint(bad);
+      BOOST_TEST_MESSAGE("flipped byte " << offset << " loaded");
+    } catch (const dp::CheckpointError& e) {
+      detected += e.line().find('\n') == std::string::npos;
+    }
+  }
+  BOOST_TEST_MESSAGE(detected << " of " << cases << " corrupt checkpoints detected (" << size << " bytes)");
+  BOOST_TEST(detected == cases);
+}
