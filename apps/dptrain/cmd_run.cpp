@@ -10,6 +10,8 @@
 #include "lib/comm/communicator.h"
 #include "lib/core/error.h"
 #include "lib/launch/launcher.h"
+#include "lib/train/checkpoint.h"
+#include "lib/train/run_dir.h"
 #include "lib/train/trainer.h"
 
 namespace dp::app {
@@ -24,6 +26,21 @@ RunOptions run_options(const RunCommand& cmd) {
   return o;
 }
 
+// After the ranks ended without finishing (a rank failed, mpirun was stopped): one line with how it
+// ended and where to continue from (mpirun's own message above names the rank and its host).
+void report_stopped_run(const RunCommand& cmd, const Job& job, int status) {
+  const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
+  const std::string how = status == 143 ? "stopped by SIGTERM"
+                          : status == 129 ? "stopped by SIGHUP"
+                          : status > 128  ? fmt::format("ended: a process was killed by signal {}", status - 128)
+                                          : fmt::format("failed (exit status {})", status);
+  const auto newest = newest_checkpoint(dir.checkpoints());
+  std::fprintf(stderr, "dptrain: the run %s; %s\n", how.c_str(),
+               newest ? fmt::format("its newest checkpoint is {}: continue with --resume --out {}", *newest,
+                                    dir.root).c_str()
+                      : "it wrote no checkpoint: run it again from the start");
+}
+
 int launch(const RunCommand& cmd, ProcessArgs process) {
   std::vector<std::string> extra;
   const Job job = job_as_launched(cmd.job_path, cmd.overrides, extra);
@@ -32,7 +49,9 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
   if (job.log.progress == "auto")
     extra.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
                                                                     : "--set=log.progress=plain");
-  return relaunch_under_mpirun(job.launch, process, cmd.dry_run, extra);
+  const int status = relaunch_under_mpirun(job.launch, process, cmd.dry_run, extra);
+  if (status != 0 && !cmd.dry_run) report_stopped_run(cmd, job, status);
+  return status;
 }
 
 int run_rank(const RunCommand& cmd, ProcessArgs process) {

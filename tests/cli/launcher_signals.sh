@@ -3,6 +3,7 @@
 # mpirun, which stops the ranks; the launcher returns 128 + the signal once they are gone, and no process
 # of the run is left. SIGUSR1 (a scheduler's warning before pre-emption) neither stops the launcher nor
 # the run. Before: a SIGTERM ended the launcher with 143 while mpirun and the ranks trained on as orphans.
+# After the run stops (a signal, a killed rank) the launcher's last line names the checkpoint to resume from.
 # Usage: bash launcher_signals.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
@@ -59,6 +60,9 @@ for sig in TERM HUP; do
   wait_gone "$pid" 60
   [[ $status == "$want" ]] && ok "SIG$sig to the launcher: exit $status after $((SECONDS - t0)) s" ||
     not_ok "SIG$sig to the launcher" "status $status, expected $want: $(tail -3 "$TMP/$sig.log")"
+  grep -q "dptrain: the run stopped by SIG$sig; its newest checkpoint is $TMP/run-$sig/checkpoints/step-.*--resume" \
+    "$TMP/$sig.log" && ok "SIG$sig: the last line names the newest checkpoint and --resume" ||
+    not_ok "SIG$sig: no resume line" "$(tail -1 "$TMP/$sig.log")"
   sleep 1
   rest=$(pgrep -af -- "--out $TMP/run-$sig")
   [[ -z $rest ]] && ok "SIG$sig: no mpirun or rank of the run left" ||
@@ -73,6 +77,18 @@ start_run USR1 && {
   kill -TERM "$pid"
   wait_gone "$pid" 60
   [[ $status == 143 ]] && ok "then SIGTERM: exit 143" || not_ok "SIGTERM after SIGUSR1" "status $status"
+}
+# A rank killed (SIGKILL): mpirun ends the job and names the rank and its host; the launcher's line says
+# where to continue from.
+start_run KILL && {
+  rank=$(pgrep -f -- "dptrain run $TMP/job.toml --out $TMP/run-KILL" | grep -vx "$pid" | tail -1)
+  kill -KILL "$rank"
+  wait_gone "$pid" 60
+  [[ $status == 137 ]] && ok "a rank killed: the launcher exits 137" || not_ok "a rank killed" "status $status"
+  grep -q "mpirun noticed that process rank [01] .* on node .* exited on signal 9" "$TMP/KILL.log" &&
+    grep -q "dptrain: the run ended: a process was killed by signal 9; its newest checkpoint is .*--resume" "$TMP/KILL.log" &&
+    ok "the rank and its host named (mpirun), then the checkpoint to resume from" ||
+    not_ok "a rank killed: messages" "$(tail -4 "$TMP/KILL.log")"
 }
 echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures failing check(s))"
 ((failures == 0))
