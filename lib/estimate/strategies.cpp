@@ -10,6 +10,7 @@
 
 #include "lib/cgp/cgp.h"
 #include "lib/estimate/estimate_internal.h"
+#include "lib/pipeline/plan_internal.h"
 #include "lib/train/pipeline_plan.h"
 
 namespace dp::estimate::detail {
@@ -83,18 +84,13 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
   const double whole = whole_model_bytes(facts);
   const double probe = probe_bytes(job, facts, profile_micro_batch(job));
   const double eval = data_parallel_memory(job, facts, 0, facts.eval_chunk, 0).total() - whole;
+  const pipeline::detail::Prefix prefix(w);
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const pipeline::Stage& st = plan.stages[s];
     const pipeline::StagePrediction& sp = pred.stages[s];
-    double params = 0, kept = 0;
-    size_t next = 0;
-    for (int b = st.first; b <= st.last; ++b) {
-      params += w.blocks[size_t(b)].param_bytes;
-      const bool recomputed = next < st.recompute.size() && st.recompute[next] == b;
-      next += recomputed;
-      kept += recomputed ? w.input_bytes_of(b) : w.blocks[size_t(b)].saved_bytes;
-    }
-    const double out = st.last + 1 < int(w.blocks.size()) ? w.blocks[size_t(st.last)].output_bytes : 0.0;
+    const double params = pipeline::detail::Prefix::sum(prefix.params, st.first, st.last);
+    const pipeline::detail::DeviceBytes bytes =
+        pipeline::detail::device_bytes(w, prefix, st.first, st.last, st.recompute, st.ranks.size());
     for (size_t i = 0; i < st.ranks.size(); ++i) {
       RankEstimate r;
       r.rank = st.ranks[i];
@@ -102,10 +98,9 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
                            st.recompute.empty() ? "" : fmt::format(", recomputing {}", st.recompute.size()));
       r.samples = sp.shares[i];
       r.memory.params = r.memory.grads = params;
-      r.memory.optimizer = (w.state_bytes_per_param_byte(st.ranks.size()) - 2.0) * params;
-      r.memory.activations = double(sp.shares[i]) * double(sp.in_flight) * (kept + out);
-      r.memory.workspace = sp.peak_bytes[i] - r.memory.params - r.memory.grads - r.memory.optimizer -
-                           r.memory.activations;
+      r.memory.optimizer = bytes.state - 2.0 * params;
+      r.memory.activations = double(sp.shares[i]) * double(sp.in_flight) * bytes.per_sample_in_flight;
+      r.memory.workspace = double(sp.shares[i]) * bytes.per_sample_once;
       // Besides the stage: the whole model (rank 0 evaluates it, after training began); before training,
       // the probe's copy (and rank 0's block timing, about as large).
       const double training = sp.peak_bytes[i] + whole + (r.rank == 0 ? eval : 0.0);

@@ -30,8 +30,8 @@ std::vector<int64_t> micro_batch_shares(const Cluster& c, const std::vector<int>
   return divide_batch(micro_batch, speeds, 1);
 }
 
-double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
-                         const std::vector<int>& recompute, size_t replicas) {
+DeviceBytes device_bytes(const Workload& w, const Prefix& p, int first, int last, const std::vector<int>& recompute,
+                         size_t replicas) {
   // Kept per sample of a micro-batch in flight: every block's saved activations (its input and what
   // its backward reads besides), but only the input of a recomputed block. Working memory, once: the
   // blocks share one scratch (the largest block's), and a recomputed block rebuilds what it dropped into
@@ -55,8 +55,14 @@ double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last
   const int n = int(w.blocks.size());
   const double out = last + 1 < n ? w.blocks[size_t(last)].output_bytes : 0.0;
   const double gradients = (first > 0 ? w.input_bytes_of(first) : 0.0) + out + double(std::min(2, last - first)) * inner;
-  return w.state_bytes_per_param_byte(replicas) * Prefix::sum(p.params, first, last) +
-         double(share) * (double(in_flight) * (kept + out) + work + rebuilt + gradients);
+  return {w.state_bytes_per_param_byte(replicas) * Prefix::sum(p.params, first, last), kept + out,
+          work + rebuilt + gradients};
+}
+
+double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
+                         const std::vector<int>& recompute, size_t replicas) {
+  const DeviceBytes b = device_bytes(w, p, first, last, recompute, replicas);
+  return b.state + double(share) * (double(in_flight) * b.per_sample_in_flight + b.per_sample_once);
 }
 
 StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,

@@ -40,6 +40,14 @@ StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int f
                      const std::vector<int>& ranks, int64_t in_flight, int64_t micro_batch,
                      const std::vector<int>& recompute);
 
+// What a device of a stage of blocks [first, last] holds, by term: parameters, gradients and optimizer
+// state; per sample of a micro-batch in flight (kept activations and the output sent on); per sample once
+// (working memory, a recomputed block's rebuilt buffer, the gradients exchanged and passed between blocks).
+struct DeviceBytes {
+  double state = 0, per_sample_in_flight = 0, per_sample_once = 0;
+};
+DeviceBytes device_bytes(const Workload& w, const Prefix& p, int first, int last, const std::vector<int>& recompute,
+                         size_t replicas = 1);
 // The peak bytes of a device holding `share` samples of each micro-batch, one of `replicas` of its stage
 // (see plan.h for the terms).
 double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
