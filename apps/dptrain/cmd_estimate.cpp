@@ -32,7 +32,7 @@ std::optional<estimate::DeviceKind> device_of(const EstimateCommand& cmd) {
   if (cmd.device.empty() && !numbers) return std::nullopt;
   estimate::DeviceKind d;
   if (!cmd.device.empty()) d = estimate::device_kind(cmd.device, "--device");
-  else d.name = "custom", d.gpu = true;
+  else d.name = "custom";
   if (cmd.peak_tflops > 0) d.peak_tflops = cmd.peak_tflops, d.peak_tflops_bf16 = 0;
   if (cmd.bandwidth_gbps > 0) d.memory_gbps = cmd.bandwidth_gbps;
   if (cmd.device_memory_gb > 0) d.memory_gb = cmd.device_memory_gb;

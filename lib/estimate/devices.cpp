@@ -13,12 +13,12 @@
 namespace dp::estimate {
 
 std::vector<DeviceKind> known_devices() {
-  // name, memory GB, fp32 TFLOP/s, bf16 TFLOP/s (dense tensor cores), memory GB/s, GPU
+  // name, memory GB, fp32 TFLOP/s, bf16 TFLOP/s (dense tensor cores), memory GB/s
   return {
-      {"h200", 141, 67, 989, 4800, true},    {"h100", 80, 67, 989, 3350, true},
-      {"a100-80", 80, 19.5, 312, 2039, true}, {"a100-40", 40, 19.5, 312, 1555, true},
-      {"l40s", 48, 91.6, 362, 864, true},     {"v100", 32, 15.7, 0, 900, true},
-      {"rtx4090", 24, 82.6, 165, 1008, true},
+      {"h200", 141, 67, 989, 4800},    {"h100", 80, 67, 989, 3350},
+      {"a100-80", 80, 19.5, 312, 2039}, {"a100-40", 40, 19.5, 312, 1555},
+      {"l40s", 48, 91.6, 362, 864},     {"v100", 32, 15.7, 0, 900},
+      {"rtx4090", 24, 82.6, 165, 1008},
   };
 }
 

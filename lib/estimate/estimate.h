@@ -31,7 +31,6 @@ struct DeviceKind {
   double peak_tflops = 0;          // dense fp32 (CPU, or a GPU's fp32 path)
   double peak_tflops_bf16 = 0;     // dense bf16 tensor cores (GPUs; 0: as fp32)
   double memory_gbps = 0;          // memory bandwidth, GB/s
-  bool gpu = false;
 };
 std::vector<DeviceKind> known_devices();
 // Throws UsageError (where: `where`) for an unknown name, listing the known ones.

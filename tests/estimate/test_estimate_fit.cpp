@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(fewest_devices_is_the_first_count_that_fits) {
   for (int64_t n = 1; n <= 8; ++n) peak.push_back(peak_on(job, facts, n));
   BOOST_TEST(peak[3] < peak[2]);  // shares and MRA's shards shrink with more ranks
   for (int64_t want : {1, 3, 6}) {
-    estimate::DeviceKind d{"small", 0, 1, 0, 1, true};
+    estimate::DeviceKind d{"small", 0, 1, 0, 1};
     d.memory_gb = (want == 1 ? peak[1] * 1.01 : (peak[size_t(want)] + peak[size_t(want) - 1]) / 2) / 1e9;
     const estimate::Fit f = estimate::fewest_devices(job, facts, {}, d);
     BOOST_TEST_CONTEXT("expected " << want << " devices of " << d.memory_gb << " GB") {
@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_CASE(fewest_devices_is_the_first_count_that_fits) {
       BOOST_TEST(f.peak_bytes == peak[size_t(want)]);
     }
   }
-  estimate::DeviceKind tiny{"tiny", 1e-6, 1, 0, 1, true};
+  estimate::DeviceKind tiny{"tiny", 1e-6, 1, 0, 1};
   const estimate::Fit none = estimate::fewest_devices(job, facts, {}, tiny);
   BOOST_TEST(none.devices == 0);
   BOOST_TEST(none.note.find("does not fit") != std::string::npos);
