@@ -5,11 +5,17 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 
 #include "apps/dptrain/commands.h"
 #include "lib/comm/communicator.h"
 #include "lib/core/error.h"
+#include "lib/core/stop_signal.h"
 #include "lib/launch/launcher.h"
+#include "lib/monitor/json_value.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/run_dir.h"
 #include "lib/train/trainer.h"
@@ -26,19 +32,50 @@ RunOptions run_options(const RunCommand& cmd) {
   return o;
 }
 
-// After the ranks ended without finishing (a rank failed, mpirun was stopped): one line with how it
-// ended and where to continue from (mpirun's own message above names the rank and its host).
-void report_stopped_run(const RunCommand& cmd, const Job& job, int status) {
+// What stopped.json in `dir` says, when the ranks wrote it (they stopped on a signal and saved).
+std::optional<StoppedRun> read_stopped(const RunDir& dir) {
+  std::ifstream in(dir.stopped());
+  if (!in) return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    const monitor::JsonValue v = monitor::JsonValue::parse(text, dir.stopped());
+    return StoppedRun{int(v.number("signal", 0)), int(v.number("rank", -1)), int64_t(v.number("step", 0)),
+                      v.text("checkpoint")};
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// After the ranks ended: when they stopped on a signal (sent here, or to a rank), the conventional status
+// of that signal and one line saying where to continue from; after any other unfinished end (a rank
+// failed, mpirun was stopped hard) the same line with how it ended (mpirun's own message above names
+// the rank and its host). `status`: mpirun's, or 128 + the signal sent to this process.
+int report_end(const RunCommand& cmd, const Job& job, int status) {
   const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
-  const std::string how = status == 143 ? "stopped by SIGTERM"
-                          : status == 129 ? "stopped by SIGHUP"
-                          : status > 128  ? fmt::format("ended: a process was killed by signal {}", status - 128)
-                                          : fmt::format("failed (exit status {})", status);
+  const std::optional<StoppedRun> stopped = read_stopped(dir);
+  if (status == 0 && !stopped) return 0;  // finished
+  if (stopped && status == 0) status = 128 + stopped->signal;  // a rank was signalled
   const auto newest = newest_checkpoint(dir.checkpoints());
+  const std::string resume = fmt::format("continue with --resume --out {}", dir.root);
+  if (stopped) {
+    const std::string sent = signal_name(status > 128 ? status - 128 : stopped->signal);
+    std::fprintf(stderr, "dptrain: the run stopped on %s after step %lld; %s\n", sent.c_str(),
+                 static_cast<long long>(stopped->step),
+                 !stopped->checkpoint.empty()
+                     ? fmt::format("it wrote {}: {}", stopped->checkpoint, resume).c_str()
+                     : newest ? fmt::format("checkpoints are off; the newest is {}: {}", *newest, resume).c_str()
+                              : "checkpoints are off: run it again from the start");
+    return status;
+  }
+  const std::string how = status > 128 && status - 128 <= 31
+                              ? (is_stop_signal(status - 128)
+                                     ? "stopped by " + signal_name(status - 128)
+                                     : fmt::format("ended: a process was killed by {}", signal_name(status - 128)))
+                              : fmt::format("failed (exit status {})", status);
   std::fprintf(stderr, "dptrain: the run %s; %s\n", how.c_str(),
-               newest ? fmt::format("its newest checkpoint is {}: continue with --resume --out {}", *newest,
-                                    dir.root).c_str()
+               newest ? fmt::format("its newest checkpoint is {}: {}", *newest, resume).c_str()
                       : "it wrote no checkpoint: run it again from the start");
+  return status;
 }
 
 int launch(const RunCommand& cmd, ProcessArgs process) {
@@ -49,13 +86,13 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
   if (job.log.progress == "auto")
     extra.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
                                                                     : "--set=log.progress=plain");
-  const int status = relaunch_under_mpirun(job.launch, process, cmd.dry_run, extra);
-  if (status != 0 && !cmd.dry_run) report_stopped_run(cmd, job, status);
-  return status;
+  if (!cmd.dry_run) std::filesystem::remove(RunDir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir}.stopped());
+  const int status = relaunch_under_mpirun(job.launch, process, cmd.dry_run, extra, OnSignal::request_stop);
+  return cmd.dry_run ? status : report_end(cmd, job, status);
 }
 
 int run_rank(const RunCommand& cmd, ProcessArgs process) {
-  MpiRuntime mpi(process.argc, process.argv);
+  MpiRuntime mpi(process.argc, process.argv);  // main() installed the stop handlers (stop_signal.h)
   auto world = mpi_world();
   try {
     const Job job = load_job(cmd.job_path, cmd.overrides);
@@ -63,7 +100,7 @@ int run_rank(const RunCommand& cmd, ProcessArgs process) {
       std::fprintf(stderr, "dptrain: note: running on %d ranks; the job's [launch] ranks is %lld\n", world->size(),
                    static_cast<long long>(job.launch.ranks));
     const RunResult result = train(job, *world, run_options(cmd));
-    if (cmd.json && world->rank() == 0) std::printf("%s", summary_json(result.summary).c_str());
+    if (cmd.json && world->rank() == 0 && !result.stop_signal) std::printf("%s", summary_json(result.summary).c_str());
     return 0;
   } catch (const Error& e) {
     // Bad input is detected alike on every rank: rank 0 reports it and all end normally. Any other

@@ -23,7 +23,7 @@ Job job_as_launched(const std::string& job_path, const std::vector<std::string>&
 }
 
 int relaunch_under_mpirun(const LaunchSection& job_launch, ProcessArgs process, bool dry_run,
-                          const std::vector<std::string>& extra_args) {
+                          const std::vector<std::string>& extra_args, OnSignal on_signal) {
   const LaunchHost host = this_host();
   LaunchSection launch = job_launch;
   launch.ranks = launch_ranks(launch, host);
@@ -39,7 +39,7 @@ int relaunch_under_mpirun(const LaunchSection& job_launch, ProcessArgs process, 
     return 0;
   }
   std::fprintf(stderr, "dptrain: running %s\n", shell_line(argv).c_str());
-  return run_and_wait(argv);
+  return run_and_wait(argv, on_signal);
 }
 
 }  // namespace dp::app

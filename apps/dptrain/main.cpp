@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <new>
+#include <string_view>
 
 #include "apps/dptrain/commands.h"
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
+#include "lib/core/stop_signal.h"
 #include "lib/machine/machine.h"
 #include "lib/train/run_setup.h"
 
@@ -36,6 +38,9 @@ std::string usage_error_line(const CLI::App& app, int argc, char** argv, const C
 
 int main(int argc, char** argv) {
   using namespace dp::app;
+  // A rank of a training job: from its first instruction, a stop signal asks for a checkpoint (stop_signal.h).
+  if (argc > 1 && std::string_view(argv[1]) == "run" && dp::inside_mpi_job([](const char* v) { return std::getenv(v); }))
+    dp::install_stop_handlers();
   try {  // before anything runs: may re-execute this process with the BLAS kernels this CPU can run
     dp::machine::settle_blas_kernels(argv);
   } catch (const dp::Error& e) {

@@ -50,11 +50,11 @@ std::string sbatch_script(const SchedulerRequest& r) {
   run.insert(run.end(), r.run_args.begin(), r.run_args.end());
   s += "\n";
   if (limited) {
-    s += "# Slurm's warning before the time limit: checkpoints are written as training goes (dptrain-job(5),\n"
-         "# [checkpoint]); a run stopped at the limit continues with the same command and --resume.\n";
+    s += "# Slurm's warning before the time limit goes on to dptrain: its ranks finish the step, write a\n"
+         "# checkpoint and stop (exit 138); the run continues with the same command and --resume.\n";
     s += fmt::format(
-        "trap 'echo \"dptrain: Slurm time limit in about {} s: the run stops there; continue it with --resume\" >&2' "
-        "USR1\n",
+        "trap 'echo \"dptrain: Slurm time limit in about {} s: checkpointing and stopping; continue with --resume\" >&2; "
+        "kill -USR1 \"$run_pid\"' USR1\n",
         warning_seconds(r.time_limit_s));
   }
   // In the background, so that the batch shell handles the warning while the run goes on.

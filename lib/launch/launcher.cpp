@@ -5,8 +5,10 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -46,7 +48,9 @@ bool inside_mpi_job(const std::function<const char*(const char*)>& getenv) {
 
 std::vector<std::string> mpirun_command(const LaunchSection& launch, const LaunchHost& host,
                                         const std::vector<std::string>& self_args) {
-  std::vector<std::string> cmd{launch.mpirun, "-np", std::to_string(launch.ranks)};
+  // No rank reads standard input, and mpirun, in a process group of its own (run_and_wait), must not:
+  // reading a terminal from there would stop it.
+  std::vector<std::string> cmd{launch.mpirun, "-np", std::to_string(launch.ranks), "--stdin", "none"};
   if (host.is_root) cmd.push_back("--allow-run-as-root");
   if (!launch.hostfile.empty()) {
     cmd.insert(cmd.end(), {"--hostfile", launch.hostfile});
@@ -107,62 +111,69 @@ namespace {
 
 // The launched command (mpirun, srun), for the signal handlers; 0 when none runs.
 volatile sig_atomic_t launched_pid = 0;
-volatile sig_atomic_t launcher_signal = 0;  // the last termination signal this process was sent
+volatile sig_atomic_t request_stop_mode = 0;  // OnSignal::request_stop
+volatile sig_atomic_t launcher_signal = 0;    // the first stop signal this process was sent
+std::atomic<long> first_signal_at{0};         // its time (CLOCK_MONOTONIC milliseconds)
+volatile sig_atomic_t hard_stopped = 0;       // a second signal went on as SIGTERM
 
-// SIGTERM or SIGHUP sent to this process alone (a scheduler stopping the job, a closed terminal) goes on
-// to the launched command, which passes it to the ranks and stops them, so no rank is left running
-// when this process returns. Async-signal-safe: kill() only.
-void forward_signal(int sig) {
-  launcher_signal = sig;
-  if (launched_pid > 0) ::kill(pid_t(launched_pid), sig);
+// Async-signal-safe: clock_gettime and kill only (and a lock-free atomic).
+long monotonic_ms() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return long(now.tv_sec) * 1000 + long(now.tv_nsec / 1000000);
 }
 
-constexpr int kForwarded[] = {SIGTERM, SIGHUP};
-// A scheduler's warning before pre-emption (Slurm's --signal): the ranks do not act on it yet, so this
-// process ignores it rather than die of it and leave the ranks behind; the launched command gets the
-// default disposition.
-constexpr int kIgnored[] = {SIGUSR1, SIGUSR2};
+// A stop signal sent to this process (a scheduler, a closed terminal, Ctrl-C: the launched command has
+// a process group of its own, so a terminal's signals reach only this process). In forward mode the same
+// signal goes on, and the command stops its ranks. In request_stop mode the first goes on as SIGUSR1,
+// which mpirun and srun pass to every rank and the ranks take as a request to checkpoint and stop; one
+// more, a second or more later (a scheduler may signal every process of the job at once, and that is
+// still one request), goes on as SIGTERM, which ends the ranks at once.
+void on_stop_signal(int sig) {
+  if (launcher_signal == 0) {
+    launcher_signal = sig;
+    first_signal_at.store(monotonic_ms());
+    if (launched_pid > 0) ::kill(pid_t(launched_pid), request_stop_mode ? SIGUSR1 : sig);
+    return;
+  }
+  if (!request_stop_mode || hard_stopped || monotonic_ms() - first_signal_at.load() < 1000) return;
+  hard_stopped = 1;
+  if (launched_pid > 0) ::kill(pid_t(launched_pid), SIGTERM);
+}
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 
 }  // namespace
 
-int run_and_wait(const std::vector<std::string>& argv) {
+int run_and_wait(const std::vector<std::string>& argv, OnSignal on_signal) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  // The terminal's Ctrl-C reaches mpirun too, which stops the ranks and exits: this process ignores it
-  // while waiting so that it can return mpirun's status; the child starts with default handlers.
+  // The child starts with default handlers, in a process group of its own (so that a terminal's Ctrl-C
+  // comes only here), with the stop signals blocked until its pid is known here, so none is lost.
+  sigset_t stop_signals, unblocked;
+  sigemptyset(&stop_signals);
+  for (int sig : kStopSignals) sigaddset(&stop_signals, sig);
+  ::sigprocmask(SIG_BLOCK, &stop_signals, &unblocked);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  for (int sig : kForwarded) sigaddset(&defaults, sig);
-  for (int sig : kIgnored) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  auto* previous = ::signal(SIGINT, SIG_IGN);
-  // Block the forwarded signals until the child's pid is known, so none is lost in between.
-  sigset_t forwarded, unblocked;
-  sigemptyset(&forwarded);
-  for (int sig : kForwarded) sigaddset(&forwarded, sig);
-  ::sigprocmask(SIG_BLOCK, &forwarded, &unblocked);
+  posix_spawnattr_setsigdefault(&attr, &stop_signals);
   posix_spawnattr_setsigmask(&attr, &unblocked);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  struct sigaction forward = {}, before[std::size(kForwarded)];
-  forward.sa_handler = forward_signal;
-  sigemptyset(&forward.sa_mask);
-  for (size_t i = 0; i < std::size(kForwarded); ++i) ::sigaction(kForwarded[i], &forward, &before[i]);
-  struct sigaction ignore = {}, ignored_before[std::size(kIgnored)];
-  ignore.sa_handler = SIG_IGN;
-  for (size_t i = 0; i < std::size(kIgnored); ++i) ::sigaction(kIgnored[i], &ignore, &ignored_before[i]);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+  struct sigaction handler = {}, before[std::size(kStopSignals)];
+  handler.sa_handler = on_stop_signal;
+  sigemptyset(&handler.sa_mask);
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) ::sigaction(kStopSignals[i], &handler, &before[i]);
   auto restore = [&] {
     launched_pid = 0;
-    for (size_t i = 0; i < std::size(kForwarded); ++i) ::sigaction(kForwarded[i], &before[i], nullptr);
-    for (size_t i = 0; i < std::size(kIgnored); ++i) ::sigaction(kIgnored[i], &ignored_before[i], nullptr);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) ::sigaction(kStopSignals[i], &before[i], nullptr);
     ::sigprocmask(SIG_SETMASK, &unblocked, nullptr);
-    ::signal(SIGINT, previous);
   };
   pid_t pid = 0;
   launcher_signal = 0;
+  hard_stopped = 0;
+  request_stop_mode = on_signal == OnSignal::request_stop;
   const int rc = ::posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), environ);
   posix_spawnattr_destroy(&attr);
   if (rc == 0) launched_pid = pid;

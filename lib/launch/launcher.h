@@ -46,10 +46,17 @@ std::vector<std::string> launch_command(const LaunchSection& launch, const Launc
 // The command as one line a shell would accept (arguments quoted where needed).
 std::string shell_line(const std::vector<std::string>& argv);
 
-// Runs argv (searching PATH), waits, returns its exit status (128 + signal when killed by a signal).
-// SIGTERM and SIGHUP sent to this process while it waits go on to the command (mpirun stops its ranks),
-// and the status is then 128 + that signal; SIGUSR1/SIGUSR2 are ignored while it waits.
-// Throws UsageError when the program cannot be started (for example mpirun is not installed).
-int run_and_wait(const std::vector<std::string>& argv);
+// What run_and_wait does with SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to it while it waits.
+enum class OnSignal {
+  forward,       // the same signal goes on to the command (mpirun stops its ranks)
+  request_stop,  // the first goes on as SIGUSR1 (every rank checkpoints and stops: stop_signal.h), a
+                 // second, a second or more later, as SIGTERM (the ranks end at once)
+};
+
+// Runs argv (searching PATH) in a process group of its own, waits, returns its exit status (128 + signal
+// when killed by a signal). After a stop signal sent to this process (see OnSignal), the status is 128 +
+// that signal, once the command has ended. Throws UsageError when the program cannot be started (for
+// example mpirun is not installed).
+int run_and_wait(const std::vector<std::string>& argv, OnSignal on_signal = OnSignal::forward);
 
 }  // namespace dp

@@ -65,8 +65,10 @@ int64_t launch_ranks(const LaunchSection& launch, const LaunchHost& host) {
 
 std::vector<std::string> srun_command(const LaunchSection& launch, const LaunchHost& host,
                                       const std::vector<std::string>& self_args) {
+  // Standard input from /dev/null: no rank reads it, and srun, in a process group of its own
+  // (run_and_wait), must not read a terminal.
   std::vector<std::string> cmd{"srun", "--mpi=pmix", fmt::format("--ntasks={}", launch.ranks),
-                               "--kill-on-bad-exit=1"};
+                               "--kill-on-bad-exit=1", "--input=none"};
   if (const auto alloc = slurm_allocation(host); alloc && alloc->cpus_per_task > 0)
     cmd.push_back(fmt::format("--cpus-per-task={}", alloc->cpus_per_task));
   cmd.push_back(host.self_exe);

@@ -57,6 +57,8 @@ void ParameterServer::begin_phase(const cgp::Grouping& grouping, int64_t done, i
   drift_ = speeds.size() == grouping.size() ? drift : 0;
   reached_ = until;
   drift_reason_.clear();
+  stop_signal_ = 0;
+  stop_rank_ = -1;
   grouping_ = grouping;
   const int groups = *std::max_element(grouping.begin(), grouping.end()) + 1;
   members_.assign(size_t(groups), {});
@@ -149,6 +151,10 @@ void ParameterServer::on_request(int from, const ExchangeRequest& r) {
       r.member >= int(members_[size_t(r.group)].size()) || members_[size_t(r.group)][size_t(r.member)] != from)
     throw RuntimeFailure("cgp server", "an exchange request from rank " + std::to_string(from) +
                                            " does not match the grouping of the phase");
+  if (r.stop_signal != 0) {  // a member asks the run to stop: the phase ends after the current step
+    if (stop_signal_ == 0 || from < stop_rank_) stop_signal_ = r.stop_signal, stop_rank_ = from;
+    end_after_current_step();
+  }
   Pending& p = pending_[r.group];
   if (p.requests.empty()) p.requests.resize(members_[size_t(r.group)].size());
   p.requests[size_t(r.member)] = r;

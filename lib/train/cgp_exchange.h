@@ -58,6 +58,7 @@ struct ExchangeRequest {
   // This member's measurements since its last exchange, for metrics.jsonl.
   double compute_ms = 0, comm_ms = 0, exchange_ms = 0;
   int64_t samples = 0, local_steps = 0;
+  int32_t stop_signal = 0;      // the member's pending stop request (stop_signal.h), 0 when none
 };
 
 // Server -> member.
@@ -128,6 +129,10 @@ class ParameterServer {
   // exchanges (samples/s; 0 for a rank that had fewer).
   int64_t reached() const { return reached_; }
   const std::string& drift_reason() const { return drift_reason_; }
+  // After end_phase: a member's stop request ended the phase (at the end of the step being handed out
+  // when it arrived): its signal and the lowest rank that asked; 0 and -1 when none did.
+  int stop_signal() const { return stop_signal_; }
+  int stop_rank() const { return stop_rank_; }
   std::vector<double> recent_speeds() const;
   std::span<const float> global() const { return global_; }  // between phases only
   void set_global(std::span<const float> params);
@@ -177,7 +182,9 @@ class ParameterServer {
   std::vector<std::vector<double>> recent_;
   int64_t reached_ = 0;
   std::string drift_reason_;
+  int stop_signal_ = 0, stop_rank_ = -1;
   void watch_drift(const std::vector<ExchangeRequest>& requests, int group);
+  void end_after_current_step();
   std::chrono::steady_clock::time_point phase_start_{};
   double phase_seconds_ = 0;
   struct InFlight {

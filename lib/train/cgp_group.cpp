@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "lib/core/stop_signal.h"
 #include "lib/core/trace.h"
 #include "lib/train/run_setup.h"
 #include "lib/train/speed_probe.h"
@@ -55,6 +56,7 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
   req.exchange_ms = last_exchange_ms_;
   req.samples = stats_samples_;
   req.local_steps = stats_steps_;
+  req.stop_signal = pending_stop_signal();
   stats_compute_ms_ = stats_comm_ms_ = 0;
   stats_samples_ = stats_steps_ = 0;
   std::vector<float> delta;

@@ -35,17 +35,21 @@ void ParameterServer::watch_drift(const std::vector<ExchangeRequest>& requests, 
     int up = 0, down = 0;
     for (double v : last) up += v > base * (1 + drift_), down += v < base * (1 - drift_);
     if (up < 3 && down < 3) continue;
-    // The phase ends at the end of the step the next samples belong to (the exchange being served still
-    // gets a chunk: a lone group's progress-only exchange is then followed by its update), or where it
-    // ends anyway when its samples are all handed out; the decision follows.
-    const int64_t step = clock_.step_of(cursor_) + 1;
-    if (step < reached_) {
-      reached_ = step;
-      boundary_ = clock_.step_begin(step);
-    }
+    end_after_current_step();  // the decision follows
     std::vector<double> sorted = last;
     std::sort(sorted.begin(), sorted.end());
     drift_reason_ = fmt::format("rank {}'s speed drifted by {:+.0f}%", rank, (sorted[1] / base - 1) * 100);
+  }
+}
+
+// The phase ends at the end of the step the next samples belong to (the exchange being served still gets
+// a chunk: a lone group's progress-only exchange is then followed by its update), or where it ends anyway
+// when its samples are all handed out.
+void ParameterServer::end_after_current_step() {
+  const int64_t step = clock_.step_of(cursor_) + 1;
+  if (step < reached_) {
+    reached_ = step;
+    boundary_ = clock_.step_begin(step);
   }
 }
 

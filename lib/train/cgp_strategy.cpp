@@ -106,16 +106,19 @@ class CgpStrategy final : public Strategy {
     group_->optimizer().set_steps_taken(from.optimizer_steps);
   }
 
-  void train_until(int64_t done, int64_t until, const StepSink& sink) override {
+  Reached train_until(int64_t done, int64_t until, const StepSink& sink) override {
     const int64_t every = in_.job.parallel.cgp.regroup_every;
-    for (int64_t from = done; from < until;) {
+    Reached reached{done};
+    while (reached.step < until && !reached.stop_signal) {
+      const int64_t from = reached.step;
       const int64_t to = every > 0 ? std::min(until, (from / every + 1) * every) : until;
-      const auto [reached, drifted] = run_phase(from, to, sink);
-      from = reached;
-      if ((drifted || (every > 0 && reached % every == 0)) && reached < in_.total_steps)
-        maybe_regroup(reached, sink, drifted);
+      const PhaseEnd end = run_phase(from, to, sink);
+      reached = {end.step, int(end.stop_signal), int(end.stop_rank)};
+      if (!end.stop_signal && (end.drifted || (every > 0 && end.step % every == 0)) && end.step < in_.total_steps)
+        maybe_regroup(end.step, sink, end.drifted != 0);
     }
     if (server_) in_.model.params_from_host(server_->global());  // rank 0 evaluates the global model
+    return reached;
   }
 
   Model& model_to_evaluate() override { return in_.model; }
@@ -197,9 +200,16 @@ class CgpStrategy final : public Strategy {
     grouped_speeds_ = speeds_;
   }
 
+  // How a phase ended, as rank 0's server saw it (broadcast to every rank).
+  struct PhaseEnd {
+    int64_t step = 0;                  // the last step trained
+    int64_t drifted = 0;               // a rank's speed drifted: a regrouping decision is due
+    int64_t stop_signal = 0, stop_rank = -1;  // a rank asked the run to stop
+  };
+
   // Trains the steps after `from` up to `to`, or fewer when a rank's speed drifts (a solver's grouping
-  // only); returns (every rank) the last step trained and whether a speed drifted.
-  std::pair<int64_t, bool> run_phase(int64_t from, int64_t to, const StepSink& sink) {
+  // only) or a rank asks the run to stop.
+  PhaseEnd run_phase(int64_t from, int64_t to, const StepSink& sink) {
     const CgpSection& c = in_.job.parallel.cgp;
     const double drift = c.groups.empty() ? c.regroup_drift : 0;
     if (server_) server_->begin_phase(grouping_, from, to, grouped_speeds_, drift);
@@ -220,10 +230,12 @@ class CgpStrategy final : public Strategy {
     }
     if (server_)
       for (const StepRecord& r : server_->end_phase()) sink.step(r);
-    int64_t end[2] = {server_ ? server_->reached() : 0, server_ && !server_->drift_reason().empty()};
-    in_.comm.broadcast(std::as_writable_bytes(std::span(end)), 0);
-    report_phase(end[0], sink);
-    return {end[0], end[1] != 0};
+    PhaseEnd end;
+    if (server_)
+      end = {server_->reached(), !server_->drift_reason().empty(), server_->stop_signal(), server_->stop_rank()};
+    in_.comm.broadcast(std::as_writable_bytes(std::span(&end, 1)), 0);
+    report_phase(end.step, sink);
+    return end;
   }
 
   static double mean(const std::vector<double>& v) {

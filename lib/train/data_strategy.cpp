@@ -8,6 +8,7 @@
 
 #include "lib/balance/balance.h"
 #include "lib/balance/emulate.h"
+#include "lib/core/stop_signal.h"
 #include "lib/core/trace.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/rank_gauges.h"
@@ -22,10 +23,11 @@ using namespace train_detail;
 using Clock = std::chrono::steady_clock;
 
 // What each rank tells the others after every step, in one allgather: its loss sum (summed in rank
-// order), and its share and times (for I-DAT's division and for metrics.jsonl).
+// order), its share and times (for I-DAT's division and for metrics.jsonl), and its stop request.
 struct RankRecord {
   double loss_sum;
   StepTimes times;
+  int32_t stop_signal;
 };
 
 class DataStrategy final : public Strategy {
@@ -59,14 +61,15 @@ class DataStrategy final : public Strategy {
     optimizer_->set_steps_taken(from.optimizer_steps);
   }
 
-  void train_until(int64_t done, int64_t until, const StepSink& sink) override {
+  Reached train_until(int64_t done, int64_t until, const StepSink& sink) override {
     const Job& job = in_.job;
     Communicator& comm = in_.comm;
     const int world = comm.size();
     const bool idat = job.parallel.balance.mode == "idat";
     const int64_t terms_per_sample = in_.model.targets_per_sample();
     auto step_start = Clock::now();  // a step's time runs from the end of the last step (or pause)
-    for (int64_t step = done; step < until; ++step) {
+    Reached reached{done};
+    for (int64_t step = done; step < until && !reached.stop_signal; ++step) {
       trace_next_step();
       const TraceScope traced("step", {"step", step + 1});
       const int64_t epoch = step / in_.steps_per_epoch, in_epoch = step % in_.steps_per_epoch;
@@ -81,7 +84,7 @@ class DataStrategy final : public Strategy {
       const RankStep mine_step = timed_step(update_, *optimizer_, lr, in_.model, in_.train_set, mine, buffer_,
                                             float(1.0 / terms), emulator_, step, step_start);
       // One exchange of every rank's loss, share and times; the step's time includes it.
-      RankRecord record{mine_step.stats.loss_sum, mine_step.times};
+      RankRecord record{mine_step.stats.loss_sum, mine_step.times, pending_stop_signal()};
       gauges_.fill(record.times);
       std::vector<RankRecord> all{record};
       if (world > 1) {
@@ -107,8 +110,10 @@ class DataStrategy final : public Strategy {
           rec.ranks.push_back(TrainLine{rec.step, epoch, r, rec.loss, lr, double(batch) / rec.seconds,
                                         all[size_t(r)].times});
       sink.step(rec);
+      reached = reached_after(step + 1, all);
     }
     update_.settle();  // every parameter final
+    return reached;
   }
 
   Model& model_to_evaluate() override { return in_.model; }

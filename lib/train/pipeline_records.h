@@ -16,6 +16,7 @@ struct RankRecord {
   double loss_sum = 0;  // of the loss terms its stage computed (the last stage's replicas)
   StepTimes times;
   int32_t stage = -1;
+  int32_t stop_signal = 0;  // its pending stop request
 };
 
 // The line for the mini-batches `records` (every rank's record of each full mini-batch of the phase,

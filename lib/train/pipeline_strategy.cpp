@@ -16,6 +16,7 @@
 #include "lib/balance/emulate.h"
 #include "lib/core/error.h"
 #include "lib/core/memory_meter.h"
+#include "lib/core/stop_signal.h"
 #include "lib/core/trace.h"
 #include "lib/pipeline/schedule.h"
 #include "lib/train/optimizer.h"
@@ -115,7 +116,7 @@ class PipelineStrategy final : public Strategy {
     optimizer_->set_steps_taken(from.optimizer_steps);
   }
 
-  void train_until(int64_t done, int64_t until, const StepSink& sink) override {
+  Reached train_until(int64_t done, int64_t until, const StepSink& sink) override {
     const Job& job = in_.job;
     Communicator& comm = in_.comm;
     const MeterScope scope(meter_);
@@ -123,7 +124,8 @@ class PipelineStrategy final : public Strategy {
     std::vector<double> step_ms;
     std::vector<std::vector<RankRecord>> records;
     auto step_start = Clock::now();
-    for (int64_t step = done; step < until; ++step) {
+    Reached reached{done};
+    for (int64_t step = done; step < until && !reached.stop_signal; ++step) {
       trace_next_step();
       const TraceScope traced("step", {"step", step + 1}, {"stage", place_.stage});
       const int64_t epoch = step / in_.steps_per_epoch, in_epoch = step % in_.steps_per_epoch;
@@ -134,6 +136,7 @@ class PipelineStrategy final : public Strategy {
       const double terms = double(batch) * terms_per_sample;
       RankRecord mine;
       mine.stage = place_.stage;
+      mine.stop_signal = pending_stop_signal();
       ++optimizer_steps_;  // every stage takes one optimizer step per mini-batch
       if (runner_) {
         const int64_t opt_step = optimizer_->begin_step();
@@ -169,10 +172,12 @@ class PipelineStrategy final : public Strategy {
         }
       }
       sink.step(rec);
+      reached = reached_after(step + 1, all);
     }
     if (sync_) sync_->settle();
     gather_model();  // rank 0 evaluates the whole model
-    report_phase(until, step_ms, records, sink);
+    report_phase(reached.step, step_ms, records, sink);
+    return reached;
   }
 
   Model& model_to_evaluate() override { return in_.model; }

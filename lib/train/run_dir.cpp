@@ -1,11 +1,15 @@
 // Output-directory checks and preparation for dptrain runs.
 #include "lib/train/run_dir.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "lib/core/error.h"
+#include "lib/core/json.h"
+#include "lib/core/stop_signal.h"
 #include "lib/train/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -77,6 +81,7 @@ void prepare_run_dir(const RunDir& d, bool resume, bool force, int64_t resume_st
   std::error_code ec;
   fs::create_directories(d.checkpoints(), ec);
   if (ec) throw RuntimeFailure(d.root, "cannot create output directory: " + ec.message(), "check permissions");
+  fs::remove(d.stopped(), ec);  // a run starts: the earlier one's stop is history
   if (!resume && force) {
     for (const auto& f : list_checkpoints(d.checkpoints())) fs::remove(f);
     fs::remove(d.metrics());
@@ -96,6 +101,11 @@ void prepare_run_dir(const RunDir& d, bool resume, bool force, int64_t resume_st
     }
     write_file_atomic(d.metrics(), kept);
   }
+}
+
+std::string stopped_json(const StoppedRun& s) {
+  return fmt::format("{{\"signal\": {}, \"signal_name\": {}, \"rank\": {}, \"step\": {}, \"checkpoint\": {}}}\n",
+                     s.signal, json_quoted(signal_name(s.signal)), s.rank, s.step, json_quoted(s.checkpoint));
 }
 
 }  // namespace dp

@@ -14,6 +14,8 @@ struct RunDir {
   std::string summary() const { return root + "/summary.json"; }
   std::string job() const { return root + "/job.toml"; }
   std::string trace() const { return root + "/trace.json"; }
+  // Written when the run stopped early on a signal (stopped_json); removed when a run starts here.
+  std::string stopped() const { return root + "/stopped.json"; }
 };
 
 // Read-only check, safe on every rank: a new run (not resume) into a directory that already holds a run
@@ -25,6 +27,15 @@ void check_run_dir_writable(const RunDir& dir);
 // Rank 0 only, after every check passed: creates the folders; for a forced new run removes the previous
 // run's files (metrics, summary, checkpoints, job); on resume drops metrics lines after `resume_step`.
 void prepare_run_dir(const RunDir& dir, bool resume, bool force, int64_t resume_step);
+
+// What stopped.json says: the signal that stopped the run, the lowest rank that received it, the last
+// step trained and the checkpoint written of it ("" when checkpoints are off).
+struct StoppedRun {
+  int signal = 0, rank = -1;
+  int64_t step = 0;
+  std::string checkpoint;
+};
+std::string stopped_json(const StoppedRun& s);
 
 // Writes `text` to `path` atomically (temporary file + rename).
 void write_file_atomic(const std::string& path, const std::string& text);

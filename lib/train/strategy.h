@@ -54,6 +54,23 @@ struct StrategyInputs {
   int64_t steps_per_epoch = 0, total_steps = 0;
 };
 
+// Where train_until ended: at `until`, or after an earlier step when a rank asked the run to stop
+// (stop_signal.h). The same on every rank.
+struct Reached {
+  int64_t step = 0;      // steps completed
+  int stop_signal = 0;   // the signal that asked the run to stop, 0 when none
+  int stop_rank = -1;    // the lowest rank that received it
+};
+
+// After step `step`, from every rank's record of it (a `stop_signal` field each, 0: none): where the
+// strategy stops, the same on every rank.
+template <class Record>
+Reached reached_after(int64_t step, const std::vector<Record>& all) {
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r].stop_signal != 0) return {step, int(all[r].stop_signal), int(r)};
+  return {step};
+}
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -61,9 +78,11 @@ class Strategy {
   virtual std::vector<std::string> describe() const = 0;
   // Continues from a checkpoint (all ranks, after construction).
   virtual void resume(const Checkpoint& from) = 0;
-  // Trains the steps after `done` up to `until` (1-based, inclusive). Collective: every rank returns after
-  // step `until`, with the parameters final (settled) and `model_to_evaluate()` up to date on rank 0.
-  virtual void train_until(int64_t done, int64_t until, const StepSink& sink) = 0;
+  // Trains the steps after `done` up to `until` (1-based, inclusive), or fewer when a rank has a pending
+  // stop request: every rank's request travels with an exchange the strategy makes anyway, and all stop
+  // after the same step. Collective: every rank returns after the step reached, with the parameters final
+  // (settled) and `model_to_evaluate()` up to date on rank 0.
+  virtual Reached train_until(int64_t done, int64_t until, const StepSink& sink) = 0;
   // Rank 0: the model whose parameters are the run's (evaluation, the final summary).
   virtual Model& model_to_evaluate() = 0;
   // Collective: the checkpoint of the run after step `step` (complete on rank 0).

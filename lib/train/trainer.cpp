@@ -15,6 +15,7 @@
 #include "lib/core/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/memory_meter.h"
+#include "lib/core/stop_signal.h"
 #include "lib/data/dataset.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/pipeline_plan.h"
@@ -31,6 +32,28 @@ namespace {
 using namespace train_detail;
 
 using Clock = std::chrono::steady_clock;
+
+// A run stopped early on a signal after `step` (collective): the checkpoint of that step, when the job
+// keeps checkpoints, and stopped.json saying so (rank 0). Returns the checkpoint's path ("" when none).
+std::string save_stopped_run(Strategy& strategy, const Job& job, const RunDir& dir, bool leader, int64_t step,
+                             const Reached& reached, Progress* progress) {
+  std::string path;
+  if (job.checkpoint.enabled && step > 0) {
+    Checkpoint ckpt = strategy.checkpoint(step);  // collective
+    path = checkpoint_path(dir.checkpoints(), step);
+    if (leader) {
+      write_checkpoint(path, ckpt);
+      prune_checkpoints(dir.checkpoints(), job.checkpoint.keep);
+    }
+  }
+  if (!leader) return path;
+  write_file_atomic(dir.stopped(), stopped_json({reached.stop_signal, reached.stop_rank, step, path}));
+  progress->note(fmt::format("dptrain: {} reached rank {}: stopped after step {}; {}", signal_name(reached.stop_signal),
+                             reached.stop_rank, step,
+                             path.empty() ? std::string("checkpoints are off: nothing to resume from")
+                                          : "wrote " + path));
+  return path;
+}
 
 }  // namespace
 
@@ -142,8 +165,14 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     auto next = [&](int64_t every) { return (step / every + 1) * every; };
     int64_t until = std::min(stop, next(eval_every));
     if (job.checkpoint.enabled) until = std::min(until, next(ckpt_every));
-    strategy->train_until(step, until, sink);
-    step = until;
+    const Reached reached = strategy->train_until(step, until, sink);
+    step = reached.step;
+    if (reached.stop_signal) {  // a rank asked the run to stop: save what it has, and end
+      result.stop_signal = reached.stop_signal;
+      result.stop_rank = reached.stop_rank;
+      result.stop_checkpoint = save_stopped_run(*strategy, job, s.dir, leader, step, reached, progress.get());
+      break;
+    }
     const int64_t epoch = (step - 1) / s.steps_per_epoch;
     const bool eval_due = step % eval_every == 0, last = step == s.total_steps;
     const bool ckpt_due = job.checkpoint.enabled && (step % ckpt_every == 0 || last);
@@ -180,8 +209,9 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   const Summary::RankMemory my_memory{double(MemoryMeter::process().peak()), peak_resident_bytes()};
   const std::vector<Summary::RankMemory> memory = world > 1 ? comm.allgather_value(my_memory)
                                                             : std::vector<Summary::RankMemory>{my_memory};
-  if (leader) {
-    progress->finish();
+  result.summary.steps = step;
+  if (leader) progress->finish();
+  if (leader && !result.stop_signal) {
     if (!last_eval) {
       last_eval = evaluate(strategy->model_to_evaluate(), s.data.test, step, step / s.steps_per_epoch);
       last_eval->train_seconds = train_seconds;

@@ -52,7 +52,7 @@ expect_refused "hosts with hostfile" "launch.hostfile" "is given with launch.hos
 
 # --- inside a Slurm allocation (its environment; nothing is started with --dry-run) ----------------------
 run SLURM_JOB_ID=77 SLURM_NTASKS=3 SLURM_CPUS_PER_TASK=2 "$DPTRAIN" run ../jobs/job.toml --dry-run
-[[ $rc -eq 0 && $out == "srun --mpi=pmix --ntasks=3 --kill-on-bad-exit=1 --cpus-per-task=2 $DPTRAIN run "* &&
+[[ $rc -eq 0 && $out == "srun --mpi=pmix --ntasks=3 --kill-on-bad-exit=1 --input=none --cpus-per-task=2 $DPTRAIN run "* &&
    $out == *"--set=launch.ranks=3"* ]] &&
   ok "allocation of 3 tasks, ranks not given: $out" || not_ok "srun dry run" "exit $rc: $out $err"
 run SLURM_JOB_ID=77 SLURM_NTASKS=3 "$DPTRAIN" run ../jobs/job.toml --set launch.launcher=mpirun --dry-run

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Signals sent to the `dptrain run` launcher alone (not to its process group): SIGTERM and SIGHUP go on to
-# mpirun, which stops the ranks; the launcher returns 128 + the signal once they are gone, and no process
-# of the run is left. SIGUSR1 (a scheduler's warning before pre-emption) neither stops the launcher nor
-# the run. Before: a SIGTERM ended the launcher with 143 while mpirun and the ranks trained on as orphans.
-# After the run stops (a signal, a killed rank) the launcher's last line names the checkpoint to resume from.
+# Signals sent to the `dptrain run` launcher alone (not to its process group), as a scheduler or a terminal
+# sends them: SIGTERM, SIGHUP, SIGINT and SIGUSR1 (Slurm's warning before pre-emption) ask the ranks,
+# through mpirun, to stop after the current step; they write that step's checkpoint and stopped.json,
+# and the launcher exits with 128 + the signal, its last line naming the checkpoint and --resume; no
+# process of the run is left. A second signal a second or more later ends the ranks at once (tested with
+# a rank stopped by SIGSTOP, so that the first cannot be honoured). A rank killed by SIGKILL: mpirun
+# names it and its host, and the launcher's line the newest checkpoint. Before this issue a SIGTERM
+# ended the launcher with 143 while mpirun and the ranks trained on as orphans.
 # Usage: bash launcher_signals.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
@@ -52,7 +55,7 @@ wait_gone() {
   done
 }
 
-for sig in TERM HUP; do
+for sig in TERM HUP INT USR1; do
   want=$((128 + $(kill -l "$sig")))
   start_run "$sig" || continue
   kill -"$sig" "$pid"
@@ -60,8 +63,12 @@ for sig in TERM HUP; do
   wait_gone "$pid" 60
   [[ $status == "$want" ]] && ok "SIG$sig to the launcher: exit $status after $((SECONDS - t0)) s" ||
     not_ok "SIG$sig to the launcher" "status $status, expected $want: $(tail -3 "$TMP/$sig.log")"
-  grep -q "dptrain: the run stopped by SIG$sig; its newest checkpoint is $TMP/run-$sig/checkpoints/step-.*--resume" \
-    "$TMP/$sig.log" && ok "SIG$sig: the last line names the newest checkpoint and --resume" ||
+  step=$(sed -n 's/.*"step": \([0-9]*\).*/\1/p' "$TMP/run-$sig/stopped.json" 2>/dev/null)
+  ckpt=$TMP/run-$sig/checkpoints/$(printf 'step-%08d.ckpt' "${step:-0}")
+  [[ -n $step && -f $ckpt ]] && ok "SIG$sig: stopped.json names step $step, and its checkpoint exists" ||
+    not_ok "SIG$sig: no checkpoint of the step it stopped after" "$(cat "$TMP/run-$sig/stopped.json" 2>&1)"
+  grep -q "dptrain: the run stopped on SIG$sig after step $step; it wrote $ckpt: continue with --resume --out $TMP/run-$sig" \
+    "$TMP/$sig.log" && ok "SIG$sig: the last line names that checkpoint and --resume" ||
     not_ok "SIG$sig: no resume line" "$(tail -1 "$TMP/$sig.log")"
   sleep 1
   rest=$(pgrep -af -- "--out $TMP/run-$sig")
@@ -69,15 +76,29 @@ for sig in TERM HUP; do
     not_ok "SIG$sig: processes left" "$rest"
 done
 
-start_run USR1 && {
-  kill -USR1 "$pid"
-  sleep 3
-  kill -0 "$pid" 2>/dev/null && [[ -n $(pgrep -f -- "--out $TMP/run-USR1") ]] &&
-    ok "SIGUSR1 to the launcher: the run goes on" || not_ok "SIGUSR1" "the run stopped: $(tail -3 "$TMP/USR1.log")"
+# A second signal: a rank stopped by SIGSTOP cannot honour the first, so the run hangs in its next step
+# until a second SIGTERM, 1.5 s later, ends the ranks through mpirun.
+start_run SECOND && {
+  rank=$(pgrep -f -- "dptrain run $TMP/job.toml --out $TMP/run-SECOND" | grep -vx "$pid" | tail -1)
+  kill -STOP "$rank"
   kill -TERM "$pid"
+  sleep 1.5
+  kill -0 "$pid" 2>/dev/null && ok "one SIGTERM with a rank stopped: the launcher waits for the step" ||
+    not_ok "first SIGTERM with a rank stopped" "the launcher ended: $(tail -3 "$TMP/SECOND.log")"
+  kill -TERM "$pid"
+  t0=$SECONDS
   wait_gone "$pid" 60
-  [[ $status == 143 ]] && ok "then SIGTERM: exit 143" || not_ok "SIGTERM after SIGUSR1" "status $status"
+  [[ $status == 143 ]] && ok "a second SIGTERM: exit 143 after $((SECONDS - t0)) s" ||
+    not_ok "a second SIGTERM" "status $status: $(tail -3 "$TMP/SECOND.log")"
+  # mpirun sends the stopped rank SIGCONT before SIGTERM: it may still finish the step and save first.
+  grep -q -e "dptrain: the run stopped by SIGTERM; its newest checkpoint is .*--resume" \
+    -e "dptrain: the run stopped on SIGTERM after step [0-9]*; it wrote .*--resume" "$TMP/SECOND.log" &&
+    ok "a second SIGTERM: the line names the newest checkpoint" || not_ok "a second SIGTERM: line" "$(tail -1 "$TMP/SECOND.log")"
+  sleep 1
+  rest=$(pgrep -af -- "--out $TMP/run-SECOND")
+  [[ -z $rest ]] && ok "a second SIGTERM: no process of the run left" || not_ok "a second SIGTERM: processes left" "$rest"
 }
+
 # A rank killed (SIGKILL): mpirun ends the job and names the rank and its host; the launcher's line says
 # where to continue from.
 start_run KILL && {
@@ -86,7 +107,7 @@ start_run KILL && {
   wait_gone "$pid" 60
   [[ $status == 137 ]] && ok "a rank killed: the launcher exits 137" || not_ok "a rank killed" "status $status"
   grep -q "mpirun noticed that process rank [01] .* on node .* exited on signal 9" "$TMP/KILL.log" &&
-    grep -q "dptrain: the run ended: a process was killed by signal 9; its newest checkpoint is .*--resume" "$TMP/KILL.log" &&
+    grep -q "dptrain: the run ended: a process was killed by SIGKILL; its newest checkpoint is .*--resume" "$TMP/KILL.log" &&
     ok "the rank and its host named (mpirun), then the checkpoint to resume from" ||
     not_ok "a rank killed: messages" "$(tail -4 "$TMP/KILL.log")"
 }

@@ -4,9 +4,10 @@
 #     summary.json of 2 ranks), its ranks started by srun --mpi=pmix ([launch] launcher = "auto");
 #  2. inside salloc: a job without ranks takes the allocation's tasks; launcher = "mpirun" works too; a
 #     job asking for more ranks than the allocation has is refused with one line, exit 2;
-#  3. a longer run gets Slurm's time-limit warning (USR1 to the batch shell: reported, the run goes on),
-#     then is scancel'led while it trains: CANCELLED, no process of it left, its newest checkpoint
-#     resumes to a finished run.
+#  3. a longer run gets Slurm's time-limit warning (USR1 to the batch shell): reported and passed on to
+#     dptrain, whose ranks write a checkpoint of the step they reached and stop (exit 138); resumed, it is
+#     scancel'led while it trains (SIGTERM to every process of the job): CANCELLED, again a checkpoint of
+#     the step reached, no process of it left; that checkpoint resumes to a finished run.
 # Usage: bash slurm.sh PATH/TO/dptrain PATH/TO/cluster_emit_driver REPO_ROOT
 # Needs root (the daemons run as root) and Debian's slurm-wlm and munge (scripts/install-deps.sh).
 set -u
@@ -117,24 +118,43 @@ if [[ $(slurm_job_field "$id" JobState) == RUNNING ]] && compgen -G "runs/long/c
   [[ $running -ge 4 ]] && ok "$running processes of the run before scancel" ||
     not_ok "processes" "expected dptrain, srun and 2 ranks, found $running: $(pgrep -a -f -- "--out $TMP/runs/long")"
   # Slurm's warning before the time limit (#SBATCH --signal=B:USR1@...), sent now: the batch shell
-  # reports it and the run goes on.
+  # reports it and passes it on; the ranks checkpoint the step they reached and stop.
   scancel --batch --signal=USR1 "$id"
-  for _ in $(seq 1 20); do grep -q "Slurm time limit in about" "slurm-long-$id.out" && break; sleep 0.25; done
-  sleep 1
-  if grep -q "Slurm time limit in about 360 s" "slurm-long-$id.out" &&
-     [[ $(slurm_job_field "$id" JobState) == RUNNING ]]; then ok "USR1 warning reported, the run goes on"
-  else not_ok "USR1 warning" "state $(slurm_job_field "$id" JobState): $(grep -v '^step' "slurm-long-$id.out" | tail -3)"; fi
+  start=$(date +%s.%N)
+  state=$(slurm_wait_job "$id" 120)
+  out="slurm-long-$id.out"
+  stopped_step() { sed -n 's/.*"step": \([0-9]*\).*/\1/p' runs/long/stopped.json 2>/dev/null; }
+  step=$(stopped_step)
+  ckpt=runs/long/checkpoints/$(printf 'step-%08d.ckpt' "${step:-0}")
+  if grep -q "Slurm time limit in about 360 s: checkpointing and stopping" "$out" && [[ -n $step && -f $ckpt ]] &&
+     grep -q "dptrain: the run stopped on SIGUSR1 after step $step; it wrote .*step-0*$step.ckpt: continue with --resume" "$out" &&
+     [[ $(slurm_job_field "$id" ExitCode) == 138:0 ]]; then
+    ok "USR1 warning: reported, checkpoint of step $step written, exit 138 ($state) $(seconds_since "$start") s later"
+  else not_ok "USR1 warning" "state $state, exit $(slurm_job_field "$id" ExitCode), step '$step': $(grep -v '^step' "$out" | tail -3)"; fi
+  # Resumed, then cancelled while it trains: Slurm sends SIGTERM to every process of the job at once
+  # (the batch shell, dptrain, srun and the ranks: one request), then SIGKILL after KillWait (10 s).
+  "$DRIVER" slurm long.toml --ranks 2 --cpus 1 --time-s 3600 --dptrain "$DPTRAIN" \
+    -- --out "$TMP/runs/long" --resume > resume.sbatch
+  id=$(sbatch --parsable resume.sbatch)
+  for _ in $(seq 1 240); do  # until it has trained past the stop
+    [[ -e runs/long/stopped.json ]] || break
+    sleep 0.5
+  done
+  sleep 2
   scancel "$id"
   start=$(date +%s.%N)
   state=$(slurm_wait_job "$id" 120)
-  [[ $state == CANCELLED ]] && ok "scancel $id: CANCELLED after $(seconds_since "$start") s" ||
-    not_ok "scancel" "state $state"
   left=""
-  for _ in $(seq 1 60); do  # Slurm sends SIGTERM, then SIGKILL after KillWait (10 s here)
+  for _ in $(seq 1 60); do
     left=$(pgrep -a -f -- "--out $TMP/runs/long")
     [[ -z $left ]] && break
     sleep 0.5
   done
+  step2=$(stopped_step)
+  ckpt=runs/long/checkpoints/$(printf 'step-%08d.ckpt' "${step2:-0}")
+  if [[ $state == CANCELLED && -n $step2 && $step2 -gt $step && -f $ckpt ]]; then
+    ok "resumed after step $step, scancel: CANCELLED, checkpoint of step $step2 written, $(seconds_since "$start") s"
+  else not_ok "scancel" "state $state, stopped.json step '$step2' (before: $step): $(tail -3 "slurm-long-$id.out")"; fi
   [[ -z $left ]] && ok "no process of the cancelled run left" || not_ok "processes left" "$left"
   [[ ! -e runs/long/summary.json ]] && ok "the cancelled run wrote no summary" || not_ok "summary" "written"
   newest=$(ls runs/long/checkpoints | sort | tail -1)

@@ -86,6 +86,8 @@ BOOST_AUTO_TEST_CASE(sbatch_lines_from_the_request) {
                            "#SBATCH --output=Quick_start.v2-%j.out\n"})
     BOOST_TEST(contains(s, line), line);
   BOOST_TEST(contains(s, "dptrain run 'configs/my job.toml' --set=launch.ranks=8 --out 'runs/q 8' &\n"));
+  // The warning goes on to dptrain, which checkpoints and stops.
+  BOOST_TEST(contains(s, "kill -USR1 \"$run_pid\"' USR1\n"));
 }
 
 BOOST_AUTO_TEST_CASE(optional_lines_left_out) {

@@ -6,6 +6,7 @@
 // of the printed command, and spawning a program and returning its exit status.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -253,7 +254,7 @@ BOOST_AUTO_TEST_CASE(executable_and_self_args_last_in_order) {
 
 BOOST_AUTO_TEST_CASE(full_local_command) {
   const Args cmd = dp::mpirun_command(launch(4), host(true, 2, {{"PATH", "/bin"}}), {"run", "j.toml"});
-  const Args expected = {"mpirun", "-np", "4", "--allow-run-as-root", "--mca", "btl", "self,vader", "--mca",
+  const Args expected = {"mpirun", "-np", "4", "--stdin", "none", "--allow-run-as-root", "--mca", "btl", "self,vader", "--mca",
                          "oob_tcp_if_include", "lo", "--oversubscribe", "--bind-to", "none", "-x", "PATH",
                          "/opt/dp/bin/dptrain", "run", "j.toml"};
   BOOST_TEST(cmd == expected, boost::test_tools::per_element());
@@ -361,11 +362,54 @@ BOOST_AUTO_TEST_CASE(killed_by_signal_is_128_plus_signal) {
 }
 
 BOOST_AUTO_TEST_CASE(child_gets_default_sigint_and_handler_is_restored) {
-  // The caller ignores SIGINT only while waiting; the child starts with the default action.
+  // The caller handles SIGINT only while waiting; the child starts with the default action.
   auto* const before = ::signal(SIGINT, SIG_DFL);
   BOOST_TEST(dp::run_and_wait({"sh", "-c", "kill -INT $$; exit 9"}) == 128 + SIGINT);
   auto* const after = ::signal(SIGINT, before);
   BOOST_TEST((after == SIG_DFL), "SIGINT disposition not restored after run_and_wait");
+}
+
+std::string read_text(const std::string& path) {
+  std::string text;
+  if (std::FILE* f = std::fopen(path.c_str(), "r")) {
+    char buf[256];
+    while (const size_t n = std::fread(buf, 1, sizeof buf, f)) text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+// The child runs in a process group of its own (a terminal's Ctrl-C reaches only the launcher).
+BOOST_AUTO_TEST_CASE(child_has_its_own_process_group) {
+  BOOST_TEST(dp::run_and_wait({"sh", "-c", "test \"$(ps -o pgid= -p $$ | tr -d ' ')\" = $$"}) == 0);
+}
+
+// A stop signal sent to the launcher (here the test process, the child's parent). In forward mode it goes
+// on unchanged; in request_stop mode the first goes on as SIGUSR1, a second within a second is the same
+// request, and one a second or more later goes on as SIGTERM. The status is 128 + the first signal.
+BOOST_AUTO_TEST_CASE(forward_passes_the_signal_on) {
+  BOOST_TEST(dp::run_and_wait({"sh", "-c", "trap 'exit 5' HUP; kill -HUP $PPID; sleep 20 & wait"}) == 128 + SIGHUP);
+}
+
+BOOST_AUTO_TEST_CASE(request_stop_sends_sigusr1_then_sigterm) {
+  using dp::OnSignal;
+  // The child stops cleanly on SIGUSR1: the launcher's status is still its own signal's.
+  BOOST_TEST(dp::run_and_wait({"sh", "-c", "trap 'exit 0' USR1; kill -TERM $PPID; sleep 20 & wait"},
+                              OnSignal::request_stop) == 128 + SIGTERM);
+  BOOST_TEST(dp::run_and_wait({"sh", "-c", "trap 'exit 0' USR1; kill -INT $PPID; sleep 20 & wait"},
+                              OnSignal::request_stop) == 128 + SIGINT);
+  // Two signals at once are one request (the child gets SIGUSR1 once and no SIGTERM) ...
+  const std::string file = "/tmp/dptrain-test-run-and-wait-" + std::to_string(::getpid());
+  const std::string once = "n=0; trap 'n=$((n+1))' USR1; trap 'echo TERM >" + file + "; exit 9' TERM; "
+                           "kill -TERM $PPID; kill -TERM $PPID; sleep 1.5; echo \"USR1 x$n\" >" + file;
+  BOOST_TEST(dp::run_and_wait({"sh", "-c", once}, OnSignal::request_stop) == 128 + SIGTERM);
+  BOOST_TEST(read_text(file) == "USR1 x1\n");
+  // ... one more, later, ends the child with SIGTERM.
+  const std::string twice = "trap : USR1; trap 'echo TERM >" + file + "; exit 9' TERM; kill -TERM $PPID; "
+                            "sleep 1.3; kill -TERM $PPID; sleep 20 & wait";
+  BOOST_TEST(dp::run_and_wait({"sh", "-c", twice}, OnSignal::request_stop) == 128 + SIGTERM);
+  BOOST_TEST(read_text(file) == "TERM\n");
+  std::remove(file.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(missing_program_is_a_usage_error) {

@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(srun_command_in_an_allocation) {
   Env env = batch_shell(4);
   env["SLURM_CPUS_PER_TASK"] = "2";
   const Args cmd = dp::launch_command(section(4, true), host(env), kSelf);
-  const Args want{"srun", "--mpi=pmix", "--ntasks=4", "--kill-on-bad-exit=1", "--cpus-per-task=2",
+  const Args want{"srun", "--mpi=pmix", "--ntasks=4", "--kill-on-bad-exit=1", "--input=none", "--cpus-per-task=2",
                   "/opt/dp/bin/dptrain", "run", "job.toml"};
   BOOST_TEST(cmd == want, boost::test_tools::per_element());
 }
