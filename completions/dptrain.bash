@@ -14,7 +14,7 @@ _dptrain_keys=(
   data.val_fraction
   optim.name optim.lr optim.momentum optim.weight_decay optim.beta1 optim.beta2 optim.eps
   optim.schedule optim.warmup_steps optim.step_size optim.gamma optim.min_lr
-  train.epochs train.steps train.global_batch train.eval_every train.threads train.device train.precision
+  train.epochs train.steps train.global_batch train.eval_every train.threads train.device train.precision train.on_nonfinite
   parallel.strategy
   parallel.comm.algorithm parallel.comm.bucket_mb parallel.comm.first_bucket_mb parallel.comm.overlap
   parallel.comm.overlap_forward
@@ -48,6 +48,7 @@ _dptrain_values() {
     optim.schedule) echo constant step cosine ;;
     train.device) echo auto cpu cuda ;;
     train.precision) echo fp32 bf16 ;;
+    train.on_nonfinite) echo stop skip ;;
     parallel.strategy) echo data cgp pipeline ;;
     parallel.pipeline.recompute) echo auto none all ;;
     parallel.pipeline.profile) echo file ;;

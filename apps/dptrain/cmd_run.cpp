@@ -103,13 +103,15 @@ int run_rank(const RunCommand& cmd, ProcessArgs process) {
     if (cmd.json && world->rank() == 0 && !result.stop_signal) std::printf("%s", summary_json(result.summary).c_str());
     return 0;
   } catch (const Error& e) {
-    // Bad input is detected alike on every rank: rank 0 reports it and all end normally. Any other
-    // failure may be local to one rank: that rank reports and ends the whole job.
-    const bool input = e.exit_code() == 2;
-    if (world->rank() == 0 || !input)
+    // Bad input is detected alike on every rank, and so is a non-finite loss that every rank found at
+    // the same step: rank 0 reports it and all end normally. Any other failure may be local to one rank:
+    // that rank reports and ends the whole job.
+    const auto* nonfinite = dynamic_cast<const NonFiniteError*>(&e);
+    const bool everywhere = e.exit_code() == 2 || (nonfinite && nonfinite->every_rank());
+    if (world->rank() == 0 || !everywhere)
       std::fprintf(stderr, "dptrain: %s%s\n", world->size() > 1 ? fmt::format("rank {}: ", world->rank()).c_str() : "",
                    e.line().c_str());
-    if (!input && world->size() > 1) MpiRuntime::abort(e.exit_code());
+    if (!everywhere && world->size() > 1) MpiRuntime::abort(e.exit_code());
     return e.exit_code();
   }
 }

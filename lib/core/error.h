@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace dp {
 
@@ -36,6 +37,18 @@ class ProfileError : public InputError { using InputError::InputError; };     //
 
 // Failures while running: communication, I/O on the output directory, broken invariants.
 class RuntimeFailure : public Error { using Error::Error; };
+// The training loss or the parameters stopped being finite ([train] on_nonfinite). `every_rank`: every
+// rank found it at the same step (they end together and only rank 0 reports; otherwise the finding rank
+// ends the job).
+class NonFiniteError : public RuntimeFailure {
+ public:
+  NonFiniteError(std::string where, std::string what, std::string hint, bool every_rank)
+      : RuntimeFailure(std::move(where), std::move(what), std::move(hint)), every_rank_(every_rank) {}
+  bool every_rank() const { return every_rank_; }
+
+ private:
+  bool every_rank_;
+};
 class InternalError : public Error { using Error::Error; };
 
 // "file.cpp:123" for internal checks.

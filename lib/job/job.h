@@ -69,6 +69,7 @@ struct TrainSection {
   int64_t threads = 0;         // compute threads per rank; 0: cores on the host / ranks on the host
   std::string device = "auto";     // "auto" (a GPU when usable, else the CPU; says which) | "cpu" | "cuda"
   std::string precision = "fp32";  // "fp32" | "bf16" (GPU only: GEMMs on bf16 tensor cores)
+  std::string on_nonfinite = "stop";  // a step whose loss is not finite: "stop" the run | "skip" the step
 };
 
 // [parallel.comm]: how gradients travel between data-parallel ranks.

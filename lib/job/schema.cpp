@@ -20,6 +20,7 @@ static const std::vector<std::string> kOptimizers = {"sgd", "adamw"};
 static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"};
 static const std::vector<std::string> kDevices = {"auto", "cpu", "cuda"};
 static const std::vector<std::string> kPrecisions = {"fp32", "bf16"};
+static const std::vector<std::string> kOnNonfinite = {"stop", "skip"};
 static const std::vector<std::string> kStrategies = {"data", "cgp", "pipeline"};
 static const std::vector<std::string> kCgpSolvers = {"aga", "pls", "exhaustive", "sorted"};
 static const std::vector<std::string> kRecompute = {"auto", "none", "all"};
@@ -181,6 +182,7 @@ const std::vector<KeySpec>& schema() {
       {"train", "threads", DP_FIELD(train.threads), DP_RULE(at_least(j.train.threads, 0)), {}},
       {"train", "device", DP_FIELD(train.device), nullptr, kDevices},
       {"train", "precision", DP_FIELD(train.precision), nullptr, kPrecisions},
+      {"train", "on_nonfinite", DP_FIELD(train.on_nonfinite), nullptr, kOnNonfinite},
 
       {"parallel", "strategy", DP_FIELD(parallel.strategy), nullptr, kStrategies},
 

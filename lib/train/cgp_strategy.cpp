@@ -343,6 +343,9 @@ class CgpStrategy final : public Strategy {
 }  // namespace
 
 void check_cgp_job(const Job& job, const Model& model) {
+  if (job.train.on_nonfinite == "skip")
+    throw JobError("[train] on_nonfinite", "\"skip\" undoes a step on every rank, which strategy \"cgp\"'s "
+                   "asynchronous groups cannot", "set on_nonfinite = \"stop\", or strategy \"data\" or \"pipeline\"");
   const cgp::Workload w = cgp::job_workload(job, int64_t(model.params().size()),
                                             job.cluster.sample_rate > 0 ? 1 / job.cluster.sample_rate : 1e-3);
   const Cluster cluster = cluster_from_job(job);

@@ -10,6 +10,7 @@
 #include "lib/balance/emulate.h"
 #include "lib/core/stop_signal.h"
 #include "lib/core/trace.h"
+#include "lib/train/nonfinite.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/rank_gauges.h"
 #include "lib/train/run_setup.h"
@@ -81,10 +82,14 @@ class DataStrategy final : public Strategy {
       // balances, includes its host work since the last step (dividing the batch, the leader's logging).
       const double lr = learning_rate(job.optim, step, in_.total_steps);
       const double terms = double(batch * terms_per_sample);
+      if (guard_.skips()) {
+        update_.settle();
+        guard_.before_step(in_.model.params_to_host(), *optimizer_);
+      }
       const RankStep mine_step = timed_step(update_, *optimizer_, lr, in_.model, in_.train_set, mine, buffer_,
                                             float(1.0 / terms), emulator_, step, step_start);
       // One exchange of every rank's loss, share and times; the step's time includes it.
-      RankRecord record{mine_step.stats.loss_sum, mine_step.times, pending_stop_signal()};
+      RankRecord record{with_injected_fault(step + 1, mine_step.stats.loss_sum), mine_step.times, pending_stop_signal()};
       gauges_.fill(record.times);
       std::vector<RankRecord> all{record};
       if (world > 1) {
@@ -109,7 +114,13 @@ class DataStrategy final : public Strategy {
         for (int r = 0; r < world; ++r)
           rec.ranks.push_back(TrainLine{rec.step, epoch, r, rec.loss, lr, double(batch) / rec.seconds,
                                         all[size_t(r)].times});
-      sink.step(rec);
+      if (guard_.after_step(rec.step, rec.loss, optimizer_.get())) {
+        sink.step(rec);
+      } else {  // undone on every rank: the parameters as before it
+        update_.settle();
+        in_.model.params_from_host(guard_.kept_params());
+        sink.skipped(rec.step, rec.loss);
+      }
       reached = reached_after(step + 1, all);
     }
     update_.settle();  // every parameter final
@@ -134,6 +145,7 @@ class DataStrategy final : public Strategy {
   RankGauges gauges_;
   BatchBuffer buffer_;
   EpochOrder order_{in_.train_set.count, in_.job.job.seed};
+  NonFiniteGuard guard_{in_.job};
 };
 
 }  // namespace

@@ -113,10 +113,10 @@ std::string summary_json(const Summary& s) {
   return fmt::format(
       "{{\n{}  \"test_accuracy\": {},\n  \"test_loss\": {},\n  \"train_loss\": {},\n"
       "  \"samples_per_sec\": {:.1f},\n  \"wall_seconds\": {:.3f},\n  \"train_seconds\": {:.3f},\n"
-      "  \"ranks\": {},\n  \"epochs\": {},\n  \"steps\": {},\n  \"resumed_from_step\": {},\n"
+      "  \"ranks\": {},\n  \"epochs\": {},\n  \"steps\": {},\n  \"resumed_from_step\": {},\n  \"skipped_steps\": {},\n"
       "  \"model\": \"{}\",\n  \"parameters\": {},\n  \"memory\": [{}],\n  \"machines\": {},\n  \"job\": {}\n}}\n",
       text_fields, s.test_accuracy, s.test_loss, s.train_loss, s.samples_per_sec, s.wall_seconds, s.train_seconds,
-      s.ranks, s.epochs, s.steps, s.resumed_from_step, s.model, s.parameters, memory,
+      s.ranks, s.epochs, s.steps, s.resumed_from_step, s.skipped_steps, s.model, s.parameters, memory,
       s.machines_json.empty() ? "[]" : s.machines_json, s.job_json.empty() ? "{}" : s.job_json);
 }
 

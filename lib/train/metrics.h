@@ -123,6 +123,7 @@ struct Summary {
   double wall_seconds = 0, train_seconds = 0;
   int ranks = 1;
   int64_t epochs = 0, steps = 0, resumed_from_step = 0, parameters = 0;
+  int64_t skipped_steps = 0;  // undone by [train] on_nonfinite = "skip" in this invocation
   std::string model, job_json;
   std::string machines_json;  // every kind of machine the ranks ran on, with its ranks (a JSON array)
   // Language models: test_* are measured on the validation text and also reported as val_loss

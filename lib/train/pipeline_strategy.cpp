@@ -19,6 +19,7 @@
 #include "lib/core/stop_signal.h"
 #include "lib/core/trace.h"
 #include "lib/pipeline/schedule.h"
+#include "lib/train/nonfinite.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/pipeline_decision.h"
 #include "lib/train/pipeline_plan.h"
@@ -134,6 +135,10 @@ class PipelineStrategy final : public Strategy {
                                                     .subspan(size_t(in_epoch * job.train.global_batch), size_t(batch));
       const double lr = learning_rate(job.optim, step, in_.total_steps);
       const double terms = double(batch) * terms_per_sample;
+      if (guard_.skips() && runner_) {
+        if (sync_) sync_->settle();
+        guard_.before_step(stage_->params(), *optimizer_);
+      }
       RankRecord mine;
       mine.stage = place_.stage;
       mine.stop_signal = pending_stop_signal();
@@ -145,7 +150,7 @@ class PipelineStrategy final : public Strategy {
                                                                                        int64_t at, int64_t count) {
           opt.update_range(p, g, at, count, lr, opt_step);
         }, step);
-        mine.loss_sum = t.stats.loss_sum;
+        mine.loss_sum = with_injected_fault(step + 1, t.stats.loss_sum);
         mine.times = StepTimes{t.compute_ms, t.wait_ms, t.send_ms + t.sync.wait_ms + t.sync.comm_ms, t.sync.update_ms,
                                t.rows};
         gauges_.fill(mine.times);
@@ -171,7 +176,17 @@ class PipelineStrategy final : public Strategy {
           records.push_back(all);
         }
       }
-      sink.step(rec);
+      if (guard_.after_step(rec.step, rec.loss, runner_ ? optimizer_.get() : nullptr)) {
+        sink.step(rec);
+      } else {  // undone on every rank: each stage's parameters as before it
+        if (sync_) sync_->settle();
+        if (runner_) {
+          const std::span<const float> kept = guard_.kept_params();
+          std::copy(kept.begin(), kept.end(), stage_->params().begin());
+        }
+        --optimizer_steps_;
+        sink.skipped(rec.step, rec.loss);
+      }
       reached = reached_after(step + 1, all);
     }
     if (sync_) sync_->settle();
@@ -318,6 +333,7 @@ class PipelineStrategy final : public Strategy {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<pipeline_detail::StageRunner> runner_;
   EpochOrder order_{in_.train_set.count, in_.job.job.seed};
+  NonFiniteGuard guard_{in_.job};
   int64_t optimizer_steps_ = 0;        // taken by every stage alike (rank 0 may hold none)
 };
 

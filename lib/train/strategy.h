@@ -41,6 +41,7 @@ struct StepSink {
   std::function<void(const RegroupLine&)> regroup;  // "cgp": a regrouping decision
   std::function<void(const PhaseGroupsLine&)> groups;  // "cgp": the model against the measurement, per phase
   std::function<void(const PipelineLine&)> pipeline;   // "pipeline": the plan against the measurement
+  std::function<void(int64_t step, double loss)> skipped;  // a step undone ([train] on_nonfinite = "skip")
 };
 
 // What the strategy trains: the model (already built on the run's kernels) and its dataset.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -18,6 +19,7 @@
 #include "lib/core/stop_signal.h"
 #include "lib/data/dataset.h"
 #include "lib/train/checkpoint.h"
+#include "lib/train/nonfinite.h"
 #include "lib/train/pipeline_plan.h"
 #include "lib/train/progress.h"
 #include "lib/train/run_dir.h"
@@ -42,6 +44,7 @@ std::string save_stopped_run(Strategy& strategy, const Job& job, const RunDir& d
     Checkpoint ckpt = strategy.checkpoint(step);  // collective
     path = checkpoint_path(dir.checkpoints(), step);
     if (leader) {
+      check_finite_parameters(ckpt.params, step);
       write_checkpoint(path, ckpt);
       prune_checkpoints(dir.checkpoints(), job.checkpoint.keep);
     }
@@ -149,7 +152,20 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   sink.regroup = [&](const RegroupLine& line) { metrics->write(line); };
   sink.groups = [&](const PhaseGroupsLine& line) { metrics->write(line); };
   sink.pipeline = [&](const PipelineLine& line) { metrics->write(line); };
+  int64_t skipped_steps = 0;
+  sink.skipped = [&](int64_t at, double loss) {
+    ++skipped_steps;
+    if (leader)
+      progress->note(fmt::format("step {}: the training loss is {}: step undone on every rank ({} so far; [train] "
+                                 "on_nonfinite = \"skip\")", at, loss, skipped_steps));
+  };
   sink.step = [&](const StepRecord& r) {
+    // Strategies "data" and "pipeline" stop or skip such a step themselves (nonfinite.h); CGP's groups
+    // apply their updates before the server hears the loss, so its run stops here (rank 0).
+    if (!std::isfinite(r.loss))
+      throw NonFiniteError("[train] on_nonfinite", fmt::format("step {}: the training loss is {}; the run stops here, "
+                                                               "its newest checkpoint is from before it", r.step, r.loss),
+                           "lower [optim] lr (or add warmup_steps)", false);
     train_seconds += r.seconds;
     trained_samples += r.samples;
     last_loss = r.loss;
@@ -190,6 +206,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
       Checkpoint ckpt = strategy->checkpoint(step);  // collective
       if (leader) {
         metrics->flush();
+        check_finite_parameters(ckpt.params, step);
         write_checkpoint(checkpoint_path(s.dir.checkpoints(), step), ckpt);
         prune_checkpoints(s.dir.checkpoints(), job.checkpoint.keep);
       }
@@ -229,6 +246,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     sum.epochs = (step + s.steps_per_epoch - 1) / s.steps_per_epoch;
     sum.steps = step;
     sum.resumed_from_step = result.first_step - 1;
+    sum.skipped_steps = skipped_steps;
     sum.parameters = int64_t(model.params().size());
     sum.model = model.describe();
     sum.job_json = job_to_json(job);
