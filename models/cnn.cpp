@@ -103,6 +103,7 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
   uniform.push_back({offset, classes * c + classes, c});
   offset += classes * c + classes;
 
+  check_fits(offset, "the CNN");
   std::vector<float> init(size_t(offset), 0.0f);
   for (size_t l = 0; l < uniform.size(); ++l) {
     Rng rng(derive_seed(seed, l, /*tag=*/0x636e6e));

@@ -110,6 +110,7 @@ Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
   layers_.push_back({"lm_head", "linear", tied_ ? wte : start, tied_ ? 0 : off - start, T * V,
                      2.0 * dT * dC * double(V)});
 
+  check_fits(off, "the GPT");
   std::vector<float> init(size_t(off), 0.0f);
 
   // GPT-2 initialisation, one independent stream per tensor.

@@ -25,6 +25,7 @@ Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, 
                                  double(out)});
     offset += out * in + out;
   }
+  check_fits(offset, "the MLP");
   blocks_ = make_mlp_blocks(widths, scratch_, k);
   std::vector<float> init(size_t(offset), 0.0f);
   for (size_t l = 0; l < dense_.size(); ++l) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/core/memory_meter.h"
 #include "lib/core/trace.h"
 #include "models/cnn.h"
 #include "models/gpt.h"
@@ -70,6 +71,19 @@ StepStats Model::run_blocks(const float* x, const int32_t* tokens, const int32_t
   }
   if (traced.active()) k_.synchronize();
   return stats;
+}
+
+void Model::check_fits(int64_t count, const std::string& what) const {
+  if (!k_.host_memory) return;  // device memory: the estimate's business (dptrain estimate --fit)
+  constexpr int64_t kBytesPerParameter = 16;  // the parameter, its gradient, two optimizer slots (AdamW)
+  const int64_t available = available_host_bytes();
+  if (available < 0 || count <= available / kBytesPerParameter) return;
+  constexpr double kGiB = double(int64_t(1) << 30);
+  throw JobError("[model]",
+                 fmt::format("{} has {} parameters: with their gradients and optimizer state at least {:.1f} GiB, more "
+                             "than the {:.1f} GiB this machine has available", what, count,
+                             double(count) * kBytesPerParameter / kGiB, double(available) / kGiB),
+                 fmt::format("make the model smaller: at most about {} parameters fit", available / kBytesPerParameter));
 }
 
 void Model::set_parameters(const std::vector<float>& initial) {

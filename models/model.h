@@ -108,6 +108,9 @@ class Model {
                        bool backward);
   // Allocates the parameter and gradient buffers (gradients zero) and fills the parameters from `initial`.
   void set_parameters(const std::vector<float>& initial);
+  // Before a model of `count` parameters allocates them: refuses (JobError naming what fits) one whose
+  // parameters, gradients and optimizer state cannot fit in the host memory available. `what`: the model.
+  void check_fits(int64_t count, const std::string& what) const;
   // A batch's arrays where this backend's kernels can read them: the host pointer itself on the CPU, or
   // a copy in `staging` (grown as needed).
   template <class T>

@@ -42,4 +42,8 @@ class MeterScope {
   std::shared_ptr<MemoryMeter> previous_;
 };
 
+// Bytes this process may still allocate on the host: /proc/meminfo's MemAvailable, or less when its
+// cgroup (a container, a Slurm job) limits memory; -1 when neither can be read.
+int64_t available_host_bytes();
+
 }  // namespace dp

@@ -1,12 +1,37 @@
 // gzip error texts and dpkg look-ups for the data loaders.
 #include "lib/data/files.h"
 
+#include <fmt/format.h>
+#include <sys/stat.h>
+
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "lib/core/error.h"
+#include "lib/core/memory_meter.h"
+
 namespace dp {
+
+int64_t check_data_file(const std::string& path, double expansion, const std::string& hint) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return available_host_bytes();  // the reader's open says why
+  const char* kind = S_ISFIFO(st.st_mode) ? "a named pipe" : S_ISCHR(st.st_mode) ? "a character device"
+                     : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISDIR(st.st_mode) ? "a folder" : nullptr;
+  if (kind)
+    throw DataError(path, fmt::format("is {}, not a regular file: dptrain reads data files whole, and this one "
+                                      "may never end", kind), hint);
+  const int64_t available = available_host_bytes();
+  constexpr double kGiB = double(int64_t(1) << 30);
+  if (available >= 0 && double(st.st_size) * expansion > double(available))
+    throw DataError(path, fmt::format("{:.1f} GiB, about {:.1f} GiB in memory: more than the {:.1f} GiB this machine "
+                                      "has available", double(st.st_size) / kGiB,
+                                      double(st.st_size) * expansion / kGiB, double(available) / kGiB),
+                    "use a smaller file, or a machine with more memory");
+  return available;
+}
 
 std::string gz_message(gzFile f, const std::string& path) {
   int code = 0;

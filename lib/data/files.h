@@ -4,6 +4,7 @@
 
 #include <zlib.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,13 @@ struct GzCloser {
   void operator()(gzFile_s* f) const { gzclose(f); }
 };
 using GzPtr = std::unique_ptr<gzFile_s, GzCloser>;
+
+// Before a data file is read whole: it must be a regular file (a pipe, a socket or a device such as
+// /dev/zero may never end) and, `expansion` times its size (what it becomes in memory), fit in the
+// memory available. Returns the bytes a reader may still hold (its limit while decompressing; -1: no
+// limit known). Throws DataError naming the file, what it is and, with `hint`, how to fix it. A file that
+// cannot be found is left to the reader's own error.
+int64_t check_data_file(const std::string& path, double expansion, const std::string& hint);
 
 // gzerror's text without the "PATH: " prefix zlib adds (DataError names the file already).
 std::string gz_message(gzFile f, const std::string& path);

@@ -49,6 +49,7 @@ uint32_t big_endian(const uint8_t* p) {
 }  // namespace
 
 IdxFile read_idx(const std::string& path, int expected_dims) {
+  const int64_t available = check_data_file(path, 1, "point [data] path at the folder of the IDX files");
   errno = 0;
   GzPtr f(gzopen(path.c_str(), "rb"));
   if (!f)
@@ -85,6 +86,9 @@ IdxFile read_idx(const std::string& path, int expected_dims) {
     idx.dims.push_back(d);
   }
 
+  if (available >= 0 && total > uint64_t(available))
+    throw DataError(path, fmt::format("bad IDX header: {} bytes of data, more than this machine's available memory",
+                                      total), kDamagedHint);
   idx.data.resize(total);
   const uint64_t got = read_some(f.get(), path, idx.data.data(), total);
   if (got != total)

@@ -36,6 +36,8 @@ std::string read_file(const std::string& path, bool user_path) {
                     user_path ? "check [data] path (a UTF-8 text file, plain or gzip)" : kInstallHint);
   if (std::filesystem::is_directory(path, ec))
     throw DataError(path, "is a folder, not a text file", "set [data] path to a UTF-8 text file");
+  // In memory: the bytes, then a 4-byte token per character.
+  const int64_t available = check_data_file(path, 5, "set [data] path to a UTF-8 text file, plain or gzip");
   errno = 0;
   GzPtr f(gzopen(path.c_str(), "rb"));
   if (!f)
@@ -49,6 +51,10 @@ std::string read_file(const std::string& path, bool user_path) {
     const int n = gzread(f.get(), out.data() + at, kChunk);
     if (n < 0) throw DataError(path, gz_message(f.get(), path), kDamagedHint);
     out.resize(at + size_t(n));
+    if (available >= 0 && int64_t(out.size()) * 5 > available)
+      throw DataError(path, fmt::format("decompresses to more than {} MiB: with its tokens, more than this "
+                                        "machine's available memory", out.size() >> 20),
+                      "use a smaller text file");
     if (n == 0) {
       // A gzip stream cut short reports a (non-fatal) buffer error at the end of input.
       int code = 0;

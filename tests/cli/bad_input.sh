@@ -319,6 +319,22 @@ text_job missing.txt '' >missing_corpus.toml
 expect_error "missing corpus" 2 "missing.txt" -- "$DPTRAIN" run missing_corpus.toml --out zoo
 expect_error "cnn on non-image data" 2 "cnn|image" -- "$DPTRAIN" run good.toml --out zoo --set model.type=cnn
 expect_error "gpt on image data" 2 "gpt|text" -- "$DPTRAIN" run good.toml --out zoo --set model.type=gpt
+# Data files that never end or cannot fit (outside the snapshotted folder: a 200 GiB sparse file is not read).
+mkfifo "$TMP/fifo.txt"
+truncate -s 200G "$TMP/huge.txt"
+mkdir -p "$TMP/idx"  # Fashion-MNIST with its training images replaced by /dev/zero
+for f in $(dpkg -L dataset-fashion-mnist | grep 'ubyte.gz$'); do ln -s "$f" "$TMP/idx/"; done
+ln -sf /dev/zero "$TMP/idx/train-images-idx3-ubyte.gz"
+text_job "$TMP/fifo.txt" '' >fifo.toml
+expect_error "a named pipe as the corpus" 2 "fifo.txt|named pipe|never end" -- "$DPTRAIN" run fifo.toml --out zoo
+text_job /dev/zero '' >zero.toml
+expect_error "a device as the corpus" 2 "/dev/zero|character device" -- "$DPTRAIN" run zero.toml --out zoo
+text_job "$TMP/huge.txt" '' >huge.toml
+expect_error "a corpus larger than memory" 2 "huge.txt|200.0 GiB|available" -- "$DPTRAIN" run huge.toml --out zoo
+expect_error "an IDX file that is /dev/zero" 2 "train-images-idx3-ubyte.gz|character device" -- \
+  "$DPTRAIN" run good.toml --out zoo --set data.dataset=fashion-mnist --set "data.path=\"$TMP/idx\""
+expect_error "a model larger than memory" 2 "[model]|parameters|at most about" -- \
+  "$DPTRAIN" run good.toml --out zoo --set "model.hidden=[200000, 200000, 200000]"
 expect_error "mlp on text" 2 "text" -- "$DPTRAIN" run empty_corpus.toml --out zoo --set model.type=mlp --set data.path=corpus.txt
 expect_error "unknown model option" 2 "model.layer|did you mean 'model.layers'" -- \
   "$DPTRAIN" run good.toml --out zoo --set model.layer=2
