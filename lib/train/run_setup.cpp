@@ -27,6 +27,25 @@ Device choose_device(const Job& job) {
   return device;
 }
 
+namespace {
+
+// A checkpoint the job's model and optimizer can continue from; CheckpointError otherwise.
+void check_resumable(const Checkpoint& c, const std::string& path, const Job& job, const Model& model) {
+  const auto optimizer = make_optimizer(job.optim, 0);  // its name and state slots
+  if (c.model_fingerprint != model.fingerprint() || c.params.size() != model.params().size())
+    throw CheckpointError(path, fmt::format("checkpoint was written by a different model ({} parameters; "
+                                            "the job's model is {})", c.params.size(), model.describe()),
+                          "resume with the job that wrote it, or start a new run with --out");
+  // Strategy "cgp" keeps every group's state, one after another.
+  if (c.optimizer != optimizer->name() ||
+      c.optimizer_state.size() != c.state_count() * size_t(optimizer->slots()) * model.params().size())
+    throw CheckpointError(path, fmt::format("checkpoint holds '{}' optimizer state; the job uses '{}'",
+                                            c.optimizer, optimizer->name()),
+                          "set [optim] name to the optimizer of the checkpointed run");
+}
+
+}  // namespace
+
 // Builds the model on `kernels` (the CPU's when the caller only checks the inputs) and checks the rest.
 Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels) {
   Setup s;
@@ -34,28 +53,46 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
   check_run_dir(s.dir, opts.resume, opts.force);
   s.data = load_dataset(job.data, job.job.seed);
   s.model = make_model(job.model, s.data.train.shape(), job.job.seed, kernels);
-  const auto optimizer = make_optimizer(job.optim, 0);  // its name and state slots, for the checks
   s.steps_per_epoch = steps_per_epoch(s.data.train.count, job.train.global_batch);
   s.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * s.steps_per_epoch;
   if (opts.resume) {
-    const auto path = newest_checkpoint(s.dir.checkpoints());
-    if (!path)
+    const std::vector<std::string> all = list_checkpoints(s.dir.checkpoints());
+    if (all.empty())
       throw CheckpointError(s.dir.checkpoints(), "no checkpoint to resume from",
                             "run without --resume to start from scratch");
-    Checkpoint c = read_checkpoint(*path);
-    if (c.model_fingerprint != s.model->fingerprint() || c.params.size() != s.model->params().size())
-      throw CheckpointError(*path, fmt::format("checkpoint was written by a different model ({} parameters; "
-                                               "the job's model is {})", c.params.size(), s.model->describe()),
-                            "resume with the job that wrote it, or start a new run with --out");
-    // Strategy "cgp" keeps every group's state, one after another.
-    if (c.optimizer != optimizer->name() ||
-        c.optimizer_state.size() != c.state_count() * size_t(optimizer->slots()) * s.model->params().size())
-      throw CheckpointError(*path, fmt::format("checkpoint holds '{}' optimizer state; the job uses '{}'",
-                                               c.optimizer, optimizer->name()),
-                            "set [optim] name to the optimizer of the checkpointed run");
-    s.resume_from = std::move(c);
+    // The newest checkpoint that reads back whole and verified; a damaged one (a disk error, a copy cut
+    // short) is passed over with a note. When all are damaged, the newest one's damage is the error.
+    std::optional<Checkpoint> found;
+    std::optional<CheckpointError> newest_damage;
+    const std::string* path = nullptr;
+    for (auto it = all.rbegin(); it != all.rend() && !found; ++it) {
+      try {
+        found = read_checkpoint(*it);
+        path = &*it;
+      } catch (const CheckpointError& e) {
+        if (!newest_damage) newest_damage = e;
+        s.notes.push_back(fmt::format("resume: passed over {}: {}", *it, e.message()));
+      }
+    }
+    if (!found) throw *newest_damage;
+    check_resumable(*found, *path, job, *s.model);
+    s.resume_from = std::move(found);
   }
   return s;
+}
+
+void agree_on_resume(Communicator& comm, Setup& s, const Job& job) {
+  if (!s.resume_from || comm.size() == 1) return;
+  int64_t step = s.resume_from->step;
+  comm.broadcast(std::as_writable_bytes(std::span(&step, 1)), 0);
+  const std::string path = checkpoint_path(s.dir.checkpoints(), step);
+  if (step != s.resume_from->step) {
+    s.notes.push_back(fmt::format("resume: rank {} found step {}, and resumes from rank 0's {}", comm.rank(),
+                                  s.resume_from->step, path));
+    Checkpoint c = read_checkpoint(path);
+    check_resumable(c, path, job, *s.model);
+    s.resume_from = std::move(c);
+  }
 }
 
 namespace {

@@ -29,12 +29,16 @@ struct Setup {
   std::unique_ptr<Model> model;
   std::optional<Checkpoint> resume_from;
   int64_t steps_per_epoch = 0, total_steps = 0;
+  std::vector<std::string> notes;  // for the log: damaged checkpoints passed over
 };
 
 // The device this run trains on; bf16 exists only on the GPU.
 Device choose_device(const Job& job);
 // Builds the model on `kernels` (the CPU's when the caller only checks the inputs) and checks the rest.
 Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels);
+// Collective, on --resume: every rank resumes from rank 0's checkpoint (each read its own view of the
+// folder, which another host may see otherwise); a rank that chose another reads rank 0's instead.
+void agree_on_resume(Communicator& comm, Setup& s, const Job& job);
 // `launched` paced as [cluster.emulate] says: with as_described, every pair of ranks linked as [cluster]
 // describes (the launch must have [launch] ranks); else link_gbps / link_latency_us; null when none.
 std::unique_ptr<Communicator> paced_by_job_links(const Job& job, Communicator& launched);

@@ -96,6 +96,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     if (world > 1) gpu_queue = make_nccl_queue(comm);
   }
   Setup s = build_setup(job, opts, *kernels);
+  agree_on_resume(comm, s, job);
   Model& model = *s.model;
   StrategyInputs inputs{job, comm, model, s.data.train, *kernels, std::move(gpu_queue), s.steps_per_epoch,
                         s.total_steps};
@@ -122,6 +123,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                                device.kind == "cuda" ? ", " + job.train.precision + " GEMMs" : std::string(),
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
+    for (const std::string& line : s.notes) progress->note(line);
     for (const std::string& line : machines.lines) progress->note(line);
     for (const std::string& line : strategy->describe()) progress->note(line);
     if (s.data.train.context > 0)
