@@ -60,21 +60,26 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
     if (all.empty())
       throw CheckpointError(s.dir.checkpoints(), "no checkpoint to resume from",
                             "run without --resume to start from scratch");
-    // The newest checkpoint that reads back whole and verified; a damaged one (a disk error, a copy cut
-    // short) is passed over with a note. When all are damaged, the newest one's damage is the error.
+    // The newest checkpoint must read back whole and verified. A damaged one (a disk error, a copy cut
+    // short) is an error that names the newest checkpoint that does verify: continuing from an older
+    // one is the user's decision, and the damaged file stays as it is.
     std::optional<Checkpoint> found;
-    std::optional<CheckpointError> newest_damage;
-    const std::string* path = nullptr;
-    for (auto it = all.rbegin(); it != all.rend() && !found; ++it) {
-      try {
-        found = read_checkpoint(*it);
-        path = &*it;
-      } catch (const CheckpointError& e) {
-        if (!newest_damage) newest_damage = e;
-        s.notes.push_back(fmt::format("resume: passed over {}: {}", *it, e.message()));
+    const std::string* path = &all.back();
+    try {
+      found = read_checkpoint(all.back());
+    } catch (const CheckpointError& damaged) {
+      for (auto it = all.rbegin() + 1; it != all.rend(); ++it) {
+        try {
+          (void)read_checkpoint(*it);
+        } catch (const CheckpointError&) {
+          continue;
+        }
+        throw CheckpointError(damaged.where(), damaged.message(),
+                              fmt::format("the newest checkpoint that verifies is {}: move the damaged one aside to "
+                                          "resume from it", *it));
       }
+      throw;
     }
-    if (!found) throw *newest_damage;
     check_resumable(*found, *path, job, *s.model);
     s.resume_from = std::move(found);
   }
@@ -87,8 +92,6 @@ void agree_on_resume(Communicator& comm, Setup& s, const Job& job) {
   comm.broadcast(std::as_writable_bytes(std::span(&step, 1)), 0);
   const std::string path = checkpoint_path(s.dir.checkpoints(), step);
   if (step != s.resume_from->step) {
-    s.notes.push_back(fmt::format("resume: rank {} found step {}, and resumes from rank 0's {}", comm.rank(),
-                                  s.resume_from->step, path));
     Checkpoint c = read_checkpoint(path);
     check_resumable(c, path, job, *s.model);
     s.resume_from = std::move(c);

@@ -29,7 +29,6 @@ struct Setup {
   std::unique_ptr<Model> model;
   std::optional<Checkpoint> resume_from;
   int64_t steps_per_epoch = 0, total_steps = 0;
-  std::vector<std::string> notes;  // for the log: damaged checkpoints passed over
 };
 
 // The device this run trains on; bf16 exists only on the GPU.

@@ -123,7 +123,6 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                                device.kind == "cuda" ? ", " + job.train.precision + " GEMMs" : std::string(),
                                s.total_steps, job.train.global_batch,
                                step > 0 ? fmt::format("; resuming after step {}", step) : std::string()));
-    for (const std::string& line : s.notes) progress->note(line);
     for (const std::string& line : machines.lines) progress->note(line);
     for (const std::string& line : strategy->describe()) progress->note(line);
     if (s.data.train.context > 0)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Resuming (issue 16): past a damaged newest checkpoint, on another rank count, under another pipeline
 # partition.
-#  1. The newest checkpoint cut short (a disk error, a copy that stopped): --resume passes over it with a
-#     note and continues from the one before; the losses after it are the uninterrupted run's. With every
-#     checkpoint damaged: one line naming the newest, exit 2.
+#  1. The newest checkpoint cut short (a disk error, a copy that stopped): --resume refuses it with one
+#     line naming the newest checkpoint that verifies, exit 2, the damaged file left as it is; moved aside,
+#     the run resumes from that one with the uninterrupted run's losses. Every checkpoint damaged: the
+#     line names the newest, exit 2.
 #  2. A data-parallel run checkpointed on 2 ranks resumes on 4: the same mathematics (every step's global
 #     batch and update), so the losses match the uninterrupted 2-rank run to rounding (the sums' order
 #     differs).
@@ -48,11 +49,18 @@ run() { "$DPTRAIN" run "$TMP/job.toml" "$@" >>"$TMP/log" 2>&1; }
 run --out "$TMP/ref" && run --out "$TMP/cut" --set train.steps=120 || not_ok "runs" "$(tail -3 "$TMP/log")"
 newest=$TMP/cut/checkpoints/step-00000120.ckpt
 truncate -s $(($(stat -c %s "$newest") / 2)) "$newest"
+sum=$(sha256sum "$newest")
+out=$("$DPTRAIN" run "$TMP/job.toml" --out "$TMP/cut" --resume 2>&1)
+rc=$?
+[[ $rc -eq 2 && $(grep -c error <<<"$out") -eq 1 && $out == *"$newest"*truncated*"newest checkpoint that verifies is"*step-00000080.ckpt* &&
+   $(sha256sum "$newest") == "$sum" ]] &&
+  ok "newest checkpoint cut in half: refused, exit 2, naming step-00000080.ckpt; the file left as it was" ||
+  not_ok "damaged newest" "exit $rc: $out"
+mv "$newest" "$TMP/damaged.ckpt"
 run --out "$TMP/cut" --resume
-grep -q "resume: passed over $newest: .*truncated" "$TMP/log" && grep -q "resuming after step 80" "$TMP/log" &&
-  [[ "$(losses "$TMP/cut" 80)" == "$(losses "$TMP/ref" 80)" ]] &&
-  ok "newest checkpoint cut in half: passed over with a note, resumed after step 80, losses 81-200 identical" ||
-  not_ok "damaged newest" "$(grep -E 'passed over|resuming|error' "$TMP/log" | tail -3)"
+grep -q "resuming after step 80" "$TMP/log" && [[ "$(losses "$TMP/cut" 80)" == "$(losses "$TMP/ref" 80)" ]] &&
+  ok "moved aside: resumed after step 80, losses 81-200 identical to the uninterrupted run" ||
+  not_ok "resume after moving aside" "$(grep -E 'resuming|error' "$TMP/log" | tail -3)"
 mkdir -p "$TMP/bad/checkpoints"
 cp "$TMP/ref/job.toml" "$TMP/bad/" 2>/dev/null
 for s in 40 80; do head -c 100 "$TMP/ref/checkpoints/step-00000200.ckpt" >"$TMP/bad/checkpoints/step-000000$s.ckpt"; done
