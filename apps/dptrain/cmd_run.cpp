@@ -19,6 +19,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/run_dir.h"
 #include "lib/train/trainer.h"
+#include "lib/train/watchdog.h"
 
 namespace dp::app {
 namespace {
@@ -67,7 +68,9 @@ int report_end(const RunCommand& cmd, const Job& job, int status) {
                               : "checkpoints are off: run it again from the start");
     return status;
   }
-  const std::string how = status > 128 && status - 128 <= 31
+  const std::string how = status == Watchdog::kExitStatus
+                              ? "ended: it made no progress for [launch] wait_timeout (exit status 124)"
+                          : status > 128 && status - 128 <= 31
                               ? (is_stop_signal(status - 128)
                                      ? "stopped by " + signal_name(status - 128)
                                      : fmt::format("ended: a process was killed by {}", signal_name(status - 128)))

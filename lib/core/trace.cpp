@@ -71,7 +71,17 @@ void trace_next_step() {
   if (Tracer* t = trace_of_this_thread()) t->next_step();
 }
 
+namespace {
+thread_local ThreadProgress* watched = nullptr;
+}  // namespace
+
+void watch_this_thread(ThreadProgress* progress) noexcept { watched = progress; }
+
 TraceScope::TraceScope(const char* name, TraceArg a, TraceArg b, TraceArg c) noexcept : track_(this_thread_track) {
+  if (watched) {
+    watched->count.fetch_add(1, std::memory_order_relaxed);
+    outer_activity_ = watched->activity.exchange(name, std::memory_order_relaxed);
+  }
   if (track_ && !track_->tracer().recording()) track_ = nullptr;
   if (!track_) return;
   event_.name = name;
@@ -80,6 +90,10 @@ TraceScope::TraceScope(const char* name, TraceArg a, TraceArg b, TraceArg c) noe
 }
 
 TraceScope::~TraceScope() {
+  if (watched && outer_activity_) {
+    watched->count.fetch_add(1, std::memory_order_relaxed);
+    watched->activity.store(outer_activity_, std::memory_order_relaxed);
+  }
   if (!track_) return;
   event_.dur_ns = now_ns() - event_.start_ns;
   track_->add(event_);

@@ -128,6 +128,15 @@ void trace_next_step();
 
 // An event from construction to destruction on this thread's track (nothing when the thread has no track
 // or the window is closed when it starts). `name` and the keys are string literals.
+// What the watched thread (a rank's compute thread, watchdog.h) is doing, for a job that stops making
+// progress: every TraceScope it enters counts as progress and names its activity, traced or not.
+struct ThreadProgress {
+  std::atomic<int64_t> count{0};
+  std::atomic<const char*> activity{"between steps"};
+};
+// The calling thread's scopes report to `progress` from now on (null: to nothing).
+void watch_this_thread(ThreadProgress* progress) noexcept;
+
 class TraceScope {
  public:
   explicit TraceScope(const char* name, TraceArg a = {}, TraceArg b = {}, TraceArg c = {}) noexcept;
@@ -144,6 +153,7 @@ class TraceScope {
  private:
   TraceTrack* track_;
   TraceEvent event_;
+  const char* outer_activity_ = nullptr;  // the watched thread's activity before this scope
 };
 
 // This rank's tracks as Chrome trace events: the "M" metadata (process_name "rank N (host)", thread_name)

@@ -192,6 +192,7 @@ struct LaunchSection {
   std::string mpirun = "mpirun";
   std::string hostfile;                  // mpirun --hostfile; resolved against the job file's folder
   std::string launcher = "auto";         // "auto" (srun inside a Slurm allocation) | "mpirun" | "srun"
+  double wait_timeout = 300;             // seconds without progress on any rank before the job ends (0: never)
   bool ranks_given = false;              // not a key: whether the job (or --set) says ranks
 };
 

@@ -276,6 +276,7 @@ const std::vector<KeySpec>& schema() {
       {"launch", "mpirun", DP_FIELD(launch.mpirun), DP_RULE(not_empty(j.launch.mpirun)), {}},
       {"launch", "hostfile", DP_FIELD(launch.hostfile), check_hostfile, {}},
       {"launch", "launcher", DP_FIELD(launch.launcher), check_launcher, kLaunchers},
+      {"launch", "wait_timeout", DP_FIELD(launch.wait_timeout), DP_RULE(non_negative(j.launch.wait_timeout)), {}},
 
       {"checkpoint", "enabled", DP_FIELD(checkpoint.enabled), nullptr, {}},
       {"checkpoint", "every", DP_FIELD(checkpoint.every), DP_RULE(at_least(j.checkpoint.every, 0)), {}},

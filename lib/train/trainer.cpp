@@ -17,6 +17,7 @@
 #include "lib/core/error.h"
 #include "lib/core/memory_meter.h"
 #include "lib/core/stop_signal.h"
+#include "lib/core/trace.h"
 #include "lib/data/dataset.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/nonfinite.h"
@@ -26,6 +27,7 @@
 #include "lib/train/run_setup.h"
 #include "lib/train/run_trace.h"
 #include "lib/train/strategy.h"
+#include "lib/train/watchdog.h"
 #include "models/model.h"
 
 namespace dp {
@@ -97,6 +99,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   }
   Setup s = build_setup(job, opts, *kernels);
   agree_on_resume(comm, s, job);
+  const Watchdog watchdog(launched, job.launch.wait_timeout);  // from here no wait blocks forever
   Model& model = *s.model;
   StrategyInputs inputs{job, comm, model, s.data.train, *kernels, std::move(gpu_queue), s.steps_per_epoch,
                         s.total_steps};
@@ -204,6 +207,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
                                        last_eval->test_loss, last_eval->test_accuracy));
     }
     if (ckpt_due) {
+      const TraceScope traced("checkpoint", {"step", step});
       Checkpoint ckpt = strategy->checkpoint(step);  // collective
       if (leader) {
         metrics->flush();
@@ -212,6 +216,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
         prune_checkpoints(s.dir.checkpoints(), job.checkpoint.keep);
       }
     }
+    const TraceScope waiting("pause: evaluation and checkpoint");
     comm.barrier();  // everyone lines up again after the pause
   }
 

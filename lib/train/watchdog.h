@@ -1,0 +1,36 @@
+// No wait blocks forever ([launch] wait_timeout). A thread on every rank beats once a second to rank 0
+// over a communicator of its own, carrying how far the rank's compute thread has got (its TraceScope
+// count, trace.h's ThreadProgress) and what it is doing. When no rank has made progress for the timeout,
+// rank 0 says which ranks the job is waiting for (those that sent nothing lately: stopped, or their host
+// unreachable) and what the others are waiting in, and ends the job (exit status 124). If rank 0 itself
+// is the one stopped, a rank that has made no progress for twice the timeout ends the job instead.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "lib/comm/communicator.h"
+#include "lib/core/trace.h"
+
+namespace dp {
+
+class Watchdog {
+ public:
+  static constexpr int kExitStatus = 124;
+  // Collective (splits `comm`). Watches the calling thread; `timeout_s` <= 0: watches nothing.
+  Watchdog(Communicator& comm, double timeout_s);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  void run();
+  std::unique_ptr<Communicator> comm_;
+  double timeout_s_;
+  ThreadProgress progress_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace dp
