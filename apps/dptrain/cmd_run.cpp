@@ -47,6 +47,27 @@ std::optional<StoppedRun> read_stopped(const RunDir& dir) {
   }
 }
 
+// What every rank was doing at its last heartbeat (heartbeat.json, watchdog.h), "" when unknown.
+std::string last_heartbeats(const RunDir& dir) {
+  std::ifstream in(dir.heartbeat());
+  if (!in) return {};
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    const monitor::JsonValue v = monitor::JsonValue::parse(text, dir.heartbeat());
+    const monitor::JsonValue* ranks = v.find("ranks");
+    if (!ranks || !ranks->is_array()) return {};
+    std::string out;
+    for (const monitor::JsonValue& r : ranks->items())
+      out += fmt::format("{}rank {} ({}) in '{}'{}", out.empty() ? "" : "; ", r.number("rank", -1), r.text("host"),
+                         r.text("activity"), r.number("silent_s", 0) > 2
+                                                 ? fmt::format(", silent for {:.0f} s", r.number("silent_s", 0))
+                                                 : std::string());
+    return out;
+  } catch (const Error&) {
+    return {};
+  }
+}
+
 // After the ranks ended: when they stopped on a signal (sent here, or to a rank), the conventional status
 // of that signal and one line saying where to continue from; after any other unfinished end (a rank
 // failed, mpirun was stopped hard) the same line with how it ended (mpirun's own message above names
@@ -75,6 +96,8 @@ int report_end(const RunCommand& cmd, const Job& job, int status) {
                                      ? "stopped by " + signal_name(status - 128)
                                      : fmt::format("ended: a process was killed by {}", signal_name(status - 128)))
                               : fmt::format("failed (exit status {})", status);
+  if (const std::string doing = last_heartbeats(dir); !doing.empty())
+    std::fprintf(stderr, "dptrain: at the last heartbeat: %s\n", doing.c_str());
   std::fprintf(stderr, "dptrain: the run %s; %s\n", how.c_str(),
                newest ? fmt::format("its newest checkpoint is {}: {}", *newest, resume).c_str()
                       : "it wrote no checkpoint: run it again from the start");
@@ -89,7 +112,12 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
   if (job.log.progress == "auto")
     extra.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
                                                                     : "--set=log.progress=plain");
-  if (!cmd.dry_run) std::filesystem::remove(RunDir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir}.stopped());
+  if (!cmd.dry_run) {  // what an earlier run left to report on
+    const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
+    std::error_code ignored;
+    std::filesystem::remove(dir.stopped(), ignored);
+    std::filesystem::remove(dir.heartbeat(), ignored);
+  }
   const int status = relaunch_under_mpirun(job.launch, process, cmd.dry_run, extra, OnSignal::request_stop);
   return cmd.dry_run ? status : report_end(cmd, job, status);
 }

@@ -16,6 +16,8 @@ struct RunDir {
   std::string trace() const { return root + "/trace.json"; }
   // Written when the run stopped early on a signal (stopped_json); removed when a run starts here.
   std::string stopped() const { return root + "/stopped.json"; }
+  // Every rank's latest heartbeat (watchdog.h), rewritten by rank 0 once a second while the run goes on.
+  std::string heartbeat() const { return root + "/heartbeat.json"; }
 };
 
 // Read-only check, safe on every rank: a new run (not resume) into a directory that already holds a run

@@ -99,7 +99,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   }
   Setup s = build_setup(job, opts, *kernels);
   agree_on_resume(comm, s, job);
-  const Watchdog watchdog(launched, job.launch.wait_timeout);  // from here no wait blocks forever
+  const Watchdog watchdog(launched, job.launch.wait_timeout, s.dir.heartbeat());  // no wait blocks forever
   Model& model = *s.model;
   StrategyInputs inputs{job, comm, model, s.data.train, *kernels, std::move(gpu_queue), s.steps_per_epoch,
                         s.total_steps};

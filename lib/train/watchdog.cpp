@@ -8,9 +8,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "lib/core/error.h"
+#include "lib/core/json.h"
+#include "lib/train/run_dir.h"
 
 namespace dp {
 namespace {
@@ -36,7 +42,8 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 }  // namespace
 
-Watchdog::Watchdog(Communicator& comm, double timeout_s) : timeout_s_(timeout_s) {
+Watchdog::Watchdog(Communicator& comm, double timeout_s, std::string beats_path)
+    : timeout_s_(timeout_s), beats_path_(std::move(beats_path)) {
   if (timeout_s <= 0) return;
   comm_ = comm.split(0, comm.rank());
   watch_this_thread(&progress_);
@@ -48,6 +55,8 @@ Watchdog::~Watchdog() {
   watch_this_thread(nullptr);
   stop_ = true;
   thread_.join();
+  std::error_code ignored;  // the run ended normally: no report will need it
+  if (comm_->rank() == 0) std::filesystem::remove(beats_path_, ignored);
 }
 
 void Watchdog::run() {
@@ -66,7 +75,7 @@ void Watchdog::run() {
   Beat outgoing;
   Request send;
   int64_t my_last = -1;
-  auto my_moved = start;
+  auto my_moved = start, last_written = start;
   while (!stop_) {
     std::this_thread::sleep_for(kInterval);
     const auto now = Clock::now();
@@ -97,6 +106,18 @@ void Watchdog::run() {
       }
       rq = comm.irecv(std::as_writable_bytes(std::span(&incoming[size_t(r)], 1)), r, kBeatTag);
       posted[size_t(r)] = true;
+    }
+    if (now - last_written > std::chrono::seconds(1)) {
+      std::string ranks;
+      for (int r = 0; r < world; ++r)
+        ranks += fmt::format("{}{{\"rank\": {}, \"host\": {}, \"activity\": {}, \"silent_s\": {:.1f}}}",
+                             r ? ", " : "", r, json_quoted(beats[size_t(r)].host),
+                             json_quoted(beats[size_t(r)].activity), seconds(now - heard[size_t(r)]));
+      try {
+        write_file_atomic(beats_path_, fmt::format("{{\"ranks\": [{}]}}\n", ranks));
+      } catch (const Error&) {  // only a report's detail: the run goes on without it
+      }
+      last_written = now;
     }
     const auto latest = *std::max_element(moved.begin(), moved.end());
     if (now - latest < timeout) continue;

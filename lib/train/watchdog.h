@@ -4,10 +4,13 @@
 // rank 0 says which ranks the job is waiting for (those that sent nothing lately: stopped, or their host
 // unreachable) and what the others are waiting in, and ends the job (exit status 124). If rank 0 itself
 // is the one stopped, a rank that has made no progress for twice the timeout ends the job instead.
+// Rank 0 also keeps every rank's latest beat in a file (heartbeat.json in the run directory), so that
+// after a rank is killed the launcher can say what each rank was doing.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "lib/comm/communicator.h"
@@ -19,7 +22,8 @@ class Watchdog {
  public:
   static constexpr int kExitStatus = 124;
   // Collective (splits `comm`). Watches the calling thread; `timeout_s` <= 0: watches nothing.
-  Watchdog(Communicator& comm, double timeout_s);
+  // `beats_path`: where rank 0 writes every rank's latest beat, once a second.
+  Watchdog(Communicator& comm, double timeout_s, std::string beats_path);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -28,6 +32,7 @@ class Watchdog {
   void run();
   std::unique_ptr<Communicator> comm_;
   double timeout_s_;
+  std::string beats_path_;
   ThreadProgress progress_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

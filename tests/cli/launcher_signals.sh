@@ -107,8 +107,9 @@ start_run KILL && {
   wait_gone "$pid" 60
   [[ $status == 137 ]] && ok "a rank killed: the launcher exits 137" || not_ok "a rank killed" "status $status"
   grep -q "mpirun noticed that process rank [01] .* on node .* exited on signal 9" "$TMP/KILL.log" &&
+    grep -q "dptrain: at the last heartbeat: rank 0 ([^)]*) in '[^']*'; rank 1 ([^)]*) in '[^']*'" "$TMP/KILL.log" &&
     grep -q "dptrain: the run ended: a process was killed by SIGKILL; its newest checkpoint is .*--resume" "$TMP/KILL.log" &&
-    ok "the rank and its host named (mpirun), then the checkpoint to resume from" ||
+    ok "the rank and its host named (mpirun), what each rank was doing, then the checkpoint to resume from" ||
     not_ok "a rank killed: messages" "$(tail -4 "$TMP/KILL.log")"
 }
 echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures failing check(s))"
