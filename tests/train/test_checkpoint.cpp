@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "lib/core/error.h"
 #include "lib/train/checkpoint.h"
@@ -153,5 +155,50 @@ BOOST_AUTO_TEST_CASE(every_truncation_and_every_flipped_byte_is_detected) {
     }
   }
   BOOST_TEST_MESSAGE(detected << " of " << cases << " corrupt checkpoints detected (" << size << " bytes)");
+  BOOST_TEST(detected == cases);
+}
+
+// The header of one checkpoint on the payload of another: of another model (the same size and a
+// different one), of another strategy (CGP's per-group state and grouping) and of another optimizer.
+// Every splice is refused with one line.
+BOOST_AUTO_TEST_CASE(headers_swapped_between_models_and_strategies_are_detected) {
+  TempDir t;
+  std::vector<dp::Checkpoint> kinds(5, sample());
+  kinds[1].model_fingerprint = 0x9999;  // another model of the same size
+  for (float& p : kinds[1].params) p += 1;
+  kinds[2].params.resize(700);  // another model of another size
+  kinds[2].optimizer_state.resize(1400);
+  kinds[2].model_fingerprint = 0x7777;
+  kinds[3].groups = {0, 0, 1, 1};  // strategy "cgp": two groups' states
+  kinds[3].optimizer_state.resize(4000, 3.0f);
+  kinds[4].optimizer = "sgd";  // another optimizer: one state slot
+  kinds[4].optimizer_state.resize(1000);
+  std::vector<std::vector<char>> bytes;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const auto path = dp::checkpoint_path(t.path.string(), int64_t(i + 1));
+    dp::write_checkpoint(path, kinds[i]);
+    std::ifstream in(path, std::ios::binary);
+    bytes.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  constexpr size_t kHeader = 88;  // checkpoint.cpp's fixed header
+  int detected = 0, cases = 0;
+  const auto spliced = (t.path / "step-00000099.ckpt").string();
+  for (size_t h = 0; h < kinds.size(); ++h)
+    for (size_t p = 0; p < kinds.size(); ++p) {
+      if (h == p) continue;
+      {
+        std::ofstream out(spliced, std::ios::binary | std::ios::trunc);
+        out.write(bytes[h].data(), kHeader);
+        out.write(bytes[p].data() + kHeader, std::streamsize(bytes[p].size() - kHeader));
+      }
+      ++cases;
+      try {
+        dp::read_checkpoint(spliced);
+        BOOST_TEST_MESSAGE("header of kind " << h << " on the payload of kind " << p << " loaded");
+      } catch (const dp::CheckpointError& e) {
+        detected += e.line().find('\n') == std::string::npos;
+      }
+    }
+  BOOST_TEST_MESSAGE(detected << " of " << cases << " spliced checkpoints detected");
   BOOST_TEST(detected == cases);
 }
