@@ -188,13 +188,17 @@ def inject(runner, out, kind, rng, duration):
     ckpt = newest_checkpoint_step(out)
     rank = rng.randrange(4)
     if kind == "kill":
-        target, sig = f"rank {rank}", signal.SIGKILL
-        os.kill(ranks[rank], sig)
+        target, sig, pid = f"rank {rank}", signal.SIGKILL, ranks[rank]
     else:
         sig = rng.choice(STOP_SIGNALS)
         to_launcher = rng.random() < 0.5
         target = "the launcher" if to_launcher else f"rank {rank}"
-        os.kill(p.pid if to_launcher else ranks[rank], sig)
+        pid = p.pid if to_launcher else ranks[rank]
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:  # the rank had just ended: the run finished before the fault landed
+        wait_end(p, out)
+        return None
     status, took = wait_end(p, out)
     log = open(f"{out}.log").read()
     if status == 0 and os.path.exists(f"{out}/summary.json"):
