@@ -9,12 +9,7 @@
 # under strategies data (MRA) and pipeline; strategy cgp refuses skip before starting.
 # Usage: bash nonfinite.sh PATH/TO/dptrain REPO_ROOT
 set -u
-DPTRAIN=$(realpath "$1")
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
+source "$(dirname "$0")/lib/tap.sh"
 cat >"$TMP/job.toml" <<'TOML'
 [data]
 dataset = "synthetic"
@@ -90,5 +85,4 @@ out=$("$DPTRAIN" run "$TMP/job.toml" --out "$TMP/cgp" --set parallel.strategy=cg
 rc=$?
 [[ $rc -eq 2 && $(echo "$out" | wc -l) -eq 1 && $out == *"[train] on_nonfinite"*cgp* ]] &&
   ok "cgp with skip: refused before starting, exit 2, one line" || not_ok "cgp with skip" "exit $rc: $out"
-echo "# $failures failure(s)"
-((failures == 0))
+finish

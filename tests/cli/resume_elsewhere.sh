@@ -11,12 +11,7 @@
 #  3. A pipeline run checkpointed under stages "0,1-2" resumes under "0-1,2": the losses match exactly.
 # Usage: bash resume_elsewhere.sh PATH/TO/dptrain REPO_ROOT
 set -u
-DPTRAIN=$(realpath "$1")
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
+source "$(dirname "$0")/lib/tap.sh"
 cat >"$TMP/job.toml" <<'TOML'
 [data]
 dataset = "synthetic"
@@ -88,5 +83,4 @@ run --out "$TMP/pref" "${pipe[@]}" --set 'parallel.pipeline.stages="0,1-2"' &&
 [[ -n "$(losses "$TMP/pipe" 120)" && "$(losses "$TMP/pipe" 120)" == "$(losses "$TMP/pref" 120)" ]] &&
   ok "pipeline checkpointed under stages 0,1-2, resumed under 0-1,2: losses 121-200 identical" ||
   not_ok "pipeline repartitioned" "$(diff <(losses "$TMP/pipe" 120) <(losses "$TMP/pref" 120) | head -3)"
-echo "# $failures failure(s)"
-((failures == 0))
+finish

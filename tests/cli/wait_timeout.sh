@@ -7,12 +7,8 @@
 #  - a healthy run with the same timeout (evaluations and checkpoints included) finishes.
 # Usage: bash wait_timeout.sh PATH/TO/dptrain REPO_ROOT
 set -u
-DPTRAIN=$(realpath "$1")
-TMP=$(mktemp -d)
+source "$(dirname "$0")/lib/tap.sh"
 trap 'pkill -KILL -f -- "--out $TMP/" 2>/dev/null; rm -rf "$TMP"' EXIT
-failures=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
 cat >"$TMP/job.toml" <<'TOML'
 [data]
 dataset = "synthetic"
@@ -65,5 +61,4 @@ done
 "$DPTRAIN" run "$TMP/job.toml" --out "$TMP/healthy" --set train.steps=600 >"$TMP/healthy.log" 2>&1 &&
   [[ -s $TMP/healthy/summary.json ]] && ok "a healthy run with wait_timeout 3 s finishes" ||
   not_ok "healthy run" "$(tail -3 "$TMP/healthy.log")"
-echo "# $failures failure(s)"
-((failures == 0))
+finish
