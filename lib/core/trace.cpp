@@ -78,9 +78,10 @@ thread_local ThreadProgress* watched = nullptr;
 void watch_this_thread(ThreadProgress* progress) noexcept { watched = progress; }
 
 TraceScope::TraceScope(const char* name, TraceArg a, TraceArg b, TraceArg c) noexcept : track_(this_thread_track) {
-  if (watched) {
-    watched->count.fetch_add(1, std::memory_order_relaxed);
-    outer_activity_ = watched->activity.exchange(name, std::memory_order_relaxed);
+  if (watched) {  // the watched thread alone writes: plain stores, no read-modify-write
+    watched->count.store(watched->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    outer_activity_ = watched->activity.load(std::memory_order_relaxed);
+    watched->activity.store(name, std::memory_order_relaxed);
   }
   if (track_ && !track_->tracer().recording()) track_ = nullptr;
   if (!track_) return;
@@ -91,7 +92,7 @@ TraceScope::TraceScope(const char* name, TraceArg a, TraceArg b, TraceArg c) noe
 
 TraceScope::~TraceScope() {
   if (watched && outer_activity_) {
-    watched->count.fetch_add(1, std::memory_order_relaxed);
+    watched->count.store(watched->count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     watched->activity.store(outer_activity_, std::memory_order_relaxed);
   }
   if (!track_) return;

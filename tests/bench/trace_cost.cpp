@@ -1,6 +1,7 @@
 // What one trace event costs a thread (lib/core/trace.h): nanoseconds per TraceScope recording (window
-// open), outside the window, and on a thread with no tracer; min and median of 15 rounds of 50,000
-// scopes each, the three cases interleaved. Run by tests/bench/trace_overhead.sh; prints, asserts nothing.
+// open), outside the window, on a thread with no tracer, and on one the watchdog watches (its progress
+// count and activity, lib/train/watchdog.h) with no tracer; min and median of 15 rounds of 50,000 scopes
+// each, the four cases interleaved. Run by tests/bench/trace_overhead.sh; prints, asserts nothing.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,7 +35,8 @@ int main() {
   recording.next_step();  // step 1: its window
   closed.next_step();
   closed.next_step();  // past its one-step window
-  std::vector<double> times[3];
+  std::vector<double> times[4];
+  dp::ThreadProgress progress;
   for (int round = 0; round < kRounds; ++round) {
     {
       const dp::TraceThread bound(&recording, "compute");
@@ -45,9 +47,12 @@ int main() {
       times[1].push_back(ns_per_scope());
     }
     times[2].push_back(ns_per_scope());  // no tracer bound
+    dp::watch_this_thread(&progress);
+    times[3].push_back(ns_per_scope());
+    dp::watch_this_thread(nullptr);
   }
-  const char* names[3] = {"recording", "window closed", "no tracer"};
-  for (int c = 0; c < 3; ++c) {
+  const char* names[4] = {"recording", "window closed", "no tracer", "watched"};
+  for (int c = 0; c < 4; ++c) {
     std::sort(times[c].begin(), times[c].end());
     fmt::print("# trace scope, {:<13}: min {:6.1f} ns, median {:6.1f} ns per event\n", names[c], times[c].front(),
                times[c][times[c].size() / 2]);
