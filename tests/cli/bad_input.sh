@@ -335,6 +335,10 @@ expect_error "an IDX file that is /dev/zero" 2 "train-images-idx3-ubyte.gz|chara
   "$DPTRAIN" run good.toml --out zoo --set data.dataset=fashion-mnist --set "data.path=\"$TMP/idx\""
 expect_error "a model larger than memory" 2 "[model]|parameters|at most about" -- \
   "$DPTRAIN" run good.toml --out zoo --set "model.hidden=[200000, 200000, 200000]"
+# An allocation that fails anyway (here a 4 GB address-space limit under the machine's memory): one line,
+# exit 1, never an abort with std::bad_alloc.
+expect_error "an allocation that fails (ulimit -v)" 1 "out of memory|dptrain estimate" -- \
+  bash -c 'ulimit -v 4000000 && exec "$@"' - "$DPTRAIN" run good.toml --out zoo --set "model.hidden=[16000, 16000]"
 expect_error "mlp on text" 2 "text" -- "$DPTRAIN" run empty_corpus.toml --out zoo --set model.type=mlp --set data.path=corpus.txt
 expect_error "unknown model option" 2 "model.layer|did you mean 'model.layers'" -- \
   "$DPTRAIN" run good.toml --out zoo --set model.layer=2
