@@ -28,6 +28,7 @@ constexpr auto kInterval = std::chrono::milliseconds(500);
 // One rank's heartbeat. Trivially copyable.
 struct Beat {
   int64_t count = 0;      // TraceScopes its compute thread has entered and left
+  int64_t last = 0;       // 1: the rank's final beat (its watchdog is stopping)
   char activity[48] = {};
   char host[64] = {};
 };
@@ -57,6 +58,9 @@ Watchdog::~Watchdog() {
   thread_.join();
   std::error_code ignored;  // the run ended normally: no report will need it
   if (comm_->rank() == 0) std::filesystem::remove(beats_path_, ignored);
+  // A communicator freed while a beat is on its way to it crashes Open MPI's next communicator
+  // (mca_pml_ob1_add_comm): freed only once every beat was received; else left to MPI_Finalize.
+  if (!drained_) (void)comm_.release();
 }
 
 void Watchdog::run() {
@@ -142,6 +146,30 @@ void Watchdog::run() {
                                        : "waiting for " + silent + " (stopped, or its host unreachable)",
                         waiting.empty() ? "" : "; ", waiting));
   }
+  // Stopping (the run is over on this rank): each rank's final beat, and rank 0 receives until it has
+  // every rank's, so that no beat is left on its way; at most 2 s (a rank may have ended otherwise).
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  auto done = [&](Request& r) {
+    while (!r.test())
+      if (Clock::now() > deadline) return false;
+    return true;
+  };
+  if (me != 0) {
+    if (!done(send)) return;
+    outgoing = mine;
+    outgoing.last = 1;
+    send = comm.isend(std::as_bytes(std::span(&outgoing, 1)), 0, kBeatTag);
+    drained_ = done(send);
+    return;
+  }
+  bool all = true;
+  for (int r = 1; r < world && all; ++r) {
+    Request& rq = receives[size_t(r)];
+    if (!posted[size_t(r)]) rq = comm.irecv(std::as_writable_bytes(std::span(&incoming[size_t(r)], 1)), r, kBeatTag);
+    while ((all = done(rq)) && !incoming[size_t(r)].last)
+      rq = comm.irecv(std::as_writable_bytes(std::span(&incoming[size_t(r)], 1)), r, kBeatTag);
+  }
+  drained_ = all;
 }
 
 }  // namespace dp

@@ -35,6 +35,7 @@ class Watchdog {
   std::string beats_path_;
   ThreadProgress progress_;
   std::atomic<bool> stop_{false};
+  bool drained_ = false;  // every beat sent was received: the communicator may be freed
   std::thread thread_;
 };
 
