@@ -83,7 +83,8 @@ std::vector<std::byte> pack(const Decision& d) {
   std::vector<std::byte> out(sizeof(int64_t) * (1 + d.plan.size()) + text.size());
   const int64_t n = int64_t(d.plan.size());
   std::memcpy(out.data(), &n, sizeof n);
-  std::memcpy(out.data() + sizeof n, d.plan.data(), d.plan.size() * sizeof(int64_t));
+  // An error carries no plan: an empty vector's data() may be null, which memcpy must not get.
+  if (n > 0) std::memcpy(out.data() + sizeof n, d.plan.data(), d.plan.size() * sizeof(int64_t));
   std::memcpy(out.data() + sizeof n + d.plan.size() * sizeof(int64_t), text.data(), text.size());
   return out;
 }
@@ -92,7 +93,7 @@ Decision unpack(const std::vector<std::byte>& in) {
   int64_t n = 0;
   std::memcpy(&n, in.data(), sizeof n);
   d.plan.resize(size_t(n));
-  std::memcpy(d.plan.data(), in.data() + sizeof n, size_t(n) * sizeof(int64_t));
+  if (n > 0) std::memcpy(d.plan.data(), in.data() + sizeof n, size_t(n) * sizeof(int64_t));
   const size_t at = sizeof n + size_t(n) * sizeof(int64_t);
   std::string text(reinterpret_cast<const char*>(in.data()) + at, in.size() - at);
   const size_t a = text.find('\n'), b = text.find('\n', a + 1), c = text.find('\n', b + 1);

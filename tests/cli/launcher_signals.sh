@@ -100,8 +100,17 @@ start_run SECOND && {
 }
 
 # A rank killed (SIGKILL): mpirun ends the job and names the rank and its host; the launcher's line says
-# where to continue from.
-start_run KILL && {
+# where to continue from. The rank is killed once the first checkpoint exists (step 100: on a slow machine,
+# or under the sanitizers, training is logged well before it).
+first_checkpoint() {
+  for _ in $(seq 600); do
+    compgen -G "$TMP/run-$1/checkpoints/step-*.ckpt" >/dev/null && return 0
+    sleep 0.1
+  done
+  not_ok "$1" "no checkpoint written in 60 s: $(tail -3 "$TMP/$1.log")"
+  return 1
+}
+start_run KILL && first_checkpoint KILL && {
   rank=$(pgrep -f -- "dptrain run $TMP/job.toml --out $TMP/run-KILL" | grep -vx "$pid" | tail -1)
   kill -KILL "$rank"
   wait_gone "$pid" 60
