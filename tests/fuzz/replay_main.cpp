@@ -1,7 +1,11 @@
 // The fuzz targets' main for builds without libFuzzer (the normal gcc build, CI): feeds every file of the
 // folders (or files) on the command line to LLVMFuzzerTestOneInput once, so that the seed corpus and every
 // crash input found earlier are re-checked by CTest. An input that crashes, aborts or throws anything but
-// the expected errors ends the run with that failure; an empty run (no files at all) fails too.
+// the expected errors ends the run with that failure; an empty run (no files at all) fails too. Like
+// libFuzzer's -malloc_limit_mb, memory is capped (1 GiB of address space), so that an allocation sized by
+// a header's claim fails (std::bad_alloc, which no target catches) instead of passing on a big machine.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +27,9 @@ std::vector<uint8_t> contents(const std::filesystem::path& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr rlim_t kMemoryCap = rlim_t(1) << 30;
+  const rlimit cap{kMemoryCap, kMemoryCap};
+  if (setrlimit(RLIMIT_AS, &cap) != 0) std::perror("replay: setrlimit");
   std::vector<std::filesystem::path> inputs;
   for (int i = 1; i < argc; ++i) {
     const std::filesystem::path arg(argv[i]);
