@@ -1,10 +1,12 @@
 // Fuzz target: "--set dotted.key=value" overrides (lib/job/job_overrides.cpp) on a valid job, one
-// override per input line. Bad overrides must be a JobError naming the --set.
+// override per input line. Bad overrides must be a JobError naming the --set; a job they leave valid
+// builds its cluster.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
 #include "lib/job/job.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -42,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     const dp::Job job = dp::parse_job(kBase, "/nonexistent/fuzz/job.toml", overrides);
-    FUZZ_CHECK(job.launch.ranks >= 1, "a job with fewer than one rank was accepted");
+    // What plan and run do first with the job: its cluster, one entry per rank.
+    FUZZ_CHECK(dp::cluster_from_job(job).size() == job.launch.ranks, "a cluster of another size than launch.ranks");
     dp::job_to_toml(job);
   } catch (const dp::InputError& e) {
     fuzz::rejected(e);
