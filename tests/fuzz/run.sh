@@ -33,13 +33,14 @@ printf '%-14s %8s %12s %9s %6s %8s\n' target seconds executions exec/s new findi
 found=0
 for t in "${targets[@]}"; do
   work=$build/fuzz-work/$t
-  mkdir -p "$work/corpus" "$work/artifacts"
+  mkdir -p "$work/corpus" "$work/artifacts" "$work/tmp"
   inputs=("$work/corpus" "$root/tests/fuzz/corpus/$t")
   [ -d "$root/tests/fuzz/regressions/$t" ] && inputs+=("$root/tests/fuzz/regressions/$t")
   # PipeDream's published profiles, read where the project's shared folder has them (never copied here).
   [ "$t" = pipedream ] && [ -d "$root/../shared/profiles/pipedream" ] && inputs+=("$root/../shared/profiles/pipedream")
   start=$(date +%s)
-  nice -n 19 "$build/tests/fuzz/fuzz_$t" "${inputs[@]}" -max_total_time="$seconds" -timeout=25 \
+  # The targets' temporary input files go to $work/tmp (left there when a run ends at a finding).
+  TMPDIR=$work/tmp nice -n 19 "$build/tests/fuzz/fuzz_$t" "${inputs[@]}" -max_total_time="$seconds" -timeout=25 \
     -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len="${max_len[$t]}" -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/" > "$work/log.txt" 2>&1 || true
   took=$(( $(date +%s) - start ))
