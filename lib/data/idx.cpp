@@ -20,6 +20,7 @@ namespace {
 constexpr int kMaxDims = 4;
 constexpr uint64_t kMaxPayload = uint64_t(1) << 32;  // 4 GiB: far beyond any dataset dptrain reads
 constexpr unsigned kChunk = 1u << 24;                 // gzread takes an unsigned length; read in chunks
+constexpr uint64_t kGrowStep = uint64_t(1) << 22;     // the payload buffer grows by at most 4 MiB a read
 const char* const kDamagedHint = kDamagedFileHint;
 
 // Reads up to `len` bytes; returns how many were read. Throws on a gzip/IO error.
@@ -89,10 +90,18 @@ IdxFile read_idx(const std::string& path, int expected_dims) {
   if (available >= 0 && total > uint64_t(available))
     throw DataError(path, fmt::format("bad IDX header: {} bytes of data, more than this machine's available memory",
                                       total), kDamagedHint);
-  idx.data.resize(total);
-  const uint64_t got = read_some(f.get(), path, idx.data.data(), total);
-  if (got != total)
-    throw DataError(path, fmt::format("truncated: expected {} bytes of data, found {}", total, got),
+  // The payload grows as it arrives: a header that claims more than the file holds costs no more memory
+  // than the file's own bytes (plus one step) before it is reported as truncated.
+  while (idx.data.size() < total) {
+    const size_t at = idx.data.size();
+    const size_t want = size_t(std::min<uint64_t>(kGrowStep, total - at));
+    idx.data.resize(at + want);
+    const uint64_t got = read_some(f.get(), path, idx.data.data() + at, want);
+    idx.data.resize(at + size_t(got));
+    if (got < want) break;
+  }
+  if (idx.data.size() != total)
+    throw DataError(path, fmt::format("truncated: expected {} bytes of data, found {}", total, idx.data.size()),
                     kDamagedHint);
   // Anything after the payload (and, for gzip, the stream's CRC check) must be clean end of file.
   uint8_t extra[64];

@@ -270,7 +270,7 @@ const std::vector<KeySpec>& schema() {
        DP_RULE(non_negative(j.cluster.emulate.link_latency_us)), {}},
       {"cluster.emulate", "as_described", DP_FIELD(cluster.emulate.as_described), nullptr, {}},
 
-      {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(at_least(j.launch.ranks, 1)), {}},
+      {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(rank_count(j.launch.ranks)), {}},
       {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts, {}},
       {"launch", "mpirun_args", DP_FIELD(launch.mpirun_args), nullptr, {}},
       {"launch", "mpirun", DP_FIELD(launch.mpirun), DP_RULE(not_empty(j.launch.mpirun)), {}},

@@ -94,7 +94,7 @@ Check check_kinds(const Job& j) {
 
 Check check_kind_counts(const Job& j) {
   const auto& c = j.cluster.kind_counts;
-  if (auto p = each(c, [](int64_t v) { return at_least(v, 1); })) return p;
+  if (auto p = each(c, rank_count)) return p;  // so that their sum cannot overflow
   if (auto p = per_kind(c.size(), j, "cluster.kind_counts")) return p;
   const int64_t total = std::accumulate(c.begin(), c.end(), int64_t(0));
   if (c.empty() || j.launch.ranks < 1 || total == j.launch.ranks) return std::nullopt;
@@ -116,7 +116,7 @@ Check check_kind_memory(const Job& j) {
 
 Check check_node_sizes(const Job& j) {
   const auto& n = j.cluster.node_sizes;
-  if (auto p = each(n, [](int64_t v) { return at_least(v, 1); })) return p;
+  if (auto p = each(n, rank_count)) return p;  // so that their sum cannot overflow
   if (!n.empty() && j.cluster.ranks_per_node > 0)
     return Problem{"and cluster.ranks_per_node both give the nodes", -1, "give one of them"};
   const int64_t total = std::accumulate(n.begin(), n.end(), int64_t(0));
@@ -128,6 +128,7 @@ Check check_node_sizes(const Job& j) {
 // ranks x ranks entries, row-major; the diagonal (a rank to itself) is ignored.
 static Check matrix(const std::vector<double>& m, const Job& j, bool bandwidths) {
   const int64_t n = j.launch.ranks;
+  if (n < 1 || n > kMaxRanks) return std::nullopt;  // launch.ranks' own error, reported by its check
   if (auto p = sized(m.size(), n * n, fmt::format("launch.ranks squared ({}) entries, a row per rank", n * n),
                      "write the matrix row by row, ranks x ranks entries", "launch.ranks"))
     return p;

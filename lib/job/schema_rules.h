@@ -41,6 +41,15 @@ inline Check at_least_number(double v, double lo) {
   if (v >= lo) return std::nullopt;
   return Problem{fmt::format("must be at least {}, got {}", number_text(lo), number_text(v))};
 }
+// The most ranks a job may name (launch.ranks, a kind's or a node's count): far beyond any cluster dptrain
+// plans for, small enough that a table per rank fits in memory and ranks squared in an int64.
+inline constexpr int64_t kMaxRanks = int64_t(1) << 20;
+inline Check rank_count(int64_t v) {
+  if (auto p = at_least(v, 1)) return p;
+  if (v <= kMaxRanks) return std::nullopt;
+  return Problem{fmt::format("must be at most {} ranks, got {}", kMaxRanks, v), -1,
+                 "a count of ranks; plan for larger clusters with dptrain plan --workers"};
+}
 // [0, 1)
 inline Check unit_half_open(double v) {
   if (v >= 0 && v < 1) return std::nullopt;

@@ -1,6 +1,7 @@
 // dptrain's layer profile files (profile.h): written by `dptrain profile --layers --out`, read by `plan`.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -13,6 +14,8 @@
 namespace dp::pipeline {
 namespace {
 
+constexpr int64_t kMaxMicroBatch = int64_t(1) << 31;  // samples; far above any batch a device holds
+
 std::string where(const std::string& path, const toml::source_region& r) {
   return r.begin.line == 0 ? path : fmt::format("{}:{}:{}", path, r.begin.line, r.begin.column);
 }
@@ -24,6 +27,9 @@ double number(const toml::table& t, const char* key, const std::string& path, co
                              "work_bytes and param_bytes");
   const auto v = n->value<double>();
   if (!v) throw ProfileError(where(path, n->source()), fmt::format("{}: {} is not a number", what, key), "write a number");
+  if (!std::isfinite(*v))  // TOML allows inf and nan
+    throw ProfileError(where(path, n->source()), fmt::format("{}: {} = {} is not a finite number", what, key, *v),
+                       "write a finite number");
   if (*v < 0) throw ProfileError(where(path, n->source()), fmt::format("{}: {} = {} is negative", what, key, *v),
                                  "times and sizes are at least 0");
   return *v;
@@ -72,9 +78,10 @@ BlockProfile read_block_profile(const std::string& path) {
   p.model = (*head)["model"].value_or(std::string());
   p.device = (*head)["device"].value_or(std::string("cpu"));
   const double mb = number(*head, "micro_batch", path, "[profile]");
-  if (mb < 1 || mb != double(int64_t(mb)))
+  if (mb < 1 || mb > kMaxMicroBatch || mb != std::floor(mb))  // compared as doubles: no cast out of range
     throw ProfileError(where(path, head->get("micro_batch")->source()),
-                       fmt::format("[profile]: micro_batch = {} is not a whole number of samples >= 1", mb),
+                       fmt::format("[profile]: micro_batch = {} is not a whole number of samples from 1 to {}", mb,
+                                   kMaxMicroBatch),
                        "the samples the times were measured on");
   p.micro_batch = int64_t(mb);
   p.input_bytes = number(*head, "input_bytes", path, "[profile]");
@@ -104,7 +111,7 @@ BlockProfile read_block_profile(const std::string& path) {
     if (t->contains("update_ms")) b.update_ms = number(*t, "update_ms", path, what);
     if (t->contains("shares_weights_with")) {
       const double other = number(*t, "shares_weights_with", path, what);
-      if (other != double(int64_t(other)) || other >= double(blocks->size()))
+      if (other != std::floor(other) || other >= double(blocks->size()))
         throw ProfileError(where(path, t->get("shares_weights_with")->source()),
                            fmt::format("{}: shares_weights_with = {} is not a block's index", what, other),
                            fmt::format("blocks are numbered 0-{} in file order", blocks->size() - 1));

@@ -64,6 +64,8 @@ class Reader {
       if (v < 0) fail(line, fmt::format("{} is {}, below 0", key, v), "times and sizes are at least 0");
       sum += v;
     }
+    if (!std::isfinite(sum))
+      fail(line, fmt::format("{} is '{}', whose sum is too large to represent", key, text), "give bytes or milliseconds");
     return sum;
   }
 
@@ -175,6 +177,10 @@ class Reader {
         if (b == from) own[size_t(b)] = true;
       }
     }
+    const auto too_big = [&](double v) { return !std::isfinite(v); };
+    if (too_big(p.input_bytes) || std::any_of(bytes.begin(), bytes.end(), too_big))
+      throw ProfileError(path_, "the activation sizes crossing a boundary add up to more than a number holds",
+                         "give activation_size in bytes");
     p.boundary_bytes = bytes;
     for (size_t b = 0; b < boundaries; ++b) p.chain = p.chain && producers[b] == 1 && own[b];
     return p;

@@ -60,8 +60,8 @@ struct BlockProfile {
   std::vector<BlockRow> blocks;
 };
 void write_block_profile(const std::string& path, const BlockProfile& p);
-// Throws ProfileError "FILE:LINE:COL" for bad TOML, a missing, negative or non-numeric field, a
-// micro_batch below 1, or no blocks.
+// Throws ProfileError "FILE:LINE:COL" for bad TOML, a missing, negative, non-numeric or non-finite field,
+// a micro_batch that is not a whole number from 1 to 2^31, or no blocks.
 BlockProfile read_block_profile(const std::string& path);
 // Whether `path` holds dptrain's format (a [profile] table) rather than PipeDream's graph.txt.
 bool is_block_profile(const std::string& path);

@@ -120,12 +120,18 @@ Checkpoint read_checkpoint(const std::string& path) {
                                             h.version, kVersion), "use the dptrain version that wrote it");
   if (crc32_of(&h, offsetof(Header, header_crc)) != h.header_crc)
     throw CheckpointError(path, "header checksum mismatch: the checkpoint is corrupted", delete_hint);
+  // Counts beyond what the file could hold are refused before they are multiplied (which could wrap
+  // around) or allocated.
+  const auto file_bytes = std::filesystem::file_size(path);
+  if (h.param_count > file_bytes / sizeof(float) || h.state_count > file_bytes / sizeof(float))
+    throw CheckpointError(path, fmt::format("inconsistent header sizes: {} parameters and {} state values in a "
+                                            "file of {} bytes", h.param_count, h.state_count, file_bytes),
+                          delete_hint);
   const uint64_t floats_bytes = (h.param_count + h.state_count) * sizeof(float);
   const uint64_t extra = h.version == 1 ? 0 : h.payload_bytes - floats_bytes;
   if (h.payload_bytes < floats_bytes || (h.version > 1 && (extra < 8 || (extra - 8) % 4 != 0)) ||
       (h.version == 1 && extra != 0) || h.optimizer[15] != '\0')
     throw CheckpointError(path, "inconsistent header sizes: the checkpoint is corrupted", delete_hint);
-  const auto file_bytes = std::filesystem::file_size(path);
   if (file_bytes != sizeof(Header) + h.payload_bytes)
     throw CheckpointError(path, fmt::format("truncated or padded: {} bytes, header promises {}", file_bytes,
                                             sizeof(Header) + h.payload_bytes), delete_hint);
