@@ -147,10 +147,30 @@ class Reader {
 };
 
 // The text of a file, or a JobError at `where` naming what the file is.
+}  // namespace
+
+// A pipe or a device (/dev/zero) may never end, and a job or cluster file is a few kilobytes of TOML:
+// either is refused before it is read. `file`: how the error names it.
+void check_settings_file(const std::string& path, const std::string& where, const std::string& file,
+                         const std::string& hint) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) return;  // the reader says why it cannot open it
+  if (!std::filesystem::is_regular_file(status))
+    throw JobError(where, fmt::format("cannot read {}: not a regular file (a pipe or a device may never end)", file),
+                   hint);
+  constexpr uintmax_t kMaxBytes = uintmax_t(64) << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxBytes && !ec)
+    throw JobError(where, fmt::format("cannot read {}: larger than 64 MiB, not a file of settings", file), hint);
+}
+
+namespace {
+
 std::string read_text(const std::string& path, const std::string& where, const char* what, const char* hint) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw JobError(where, fmt::format("cannot read the {} {}: it is a directory", what, path), hint);
+  check_settings_file(path, where, fmt::format("the {} {}", what, path), hint);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;
@@ -258,6 +278,7 @@ Job load_job(const std::string& path, const std::vector<std::string>& overrides,
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw JobError(path, "cannot read the job file: it is a directory", "give the path of a .toml job file");
+  job_detail::check_settings_file(path, path, "the job file", "give the path of a .toml job file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

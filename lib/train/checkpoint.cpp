@@ -124,8 +124,9 @@ Checkpoint read_checkpoint(const std::string& path) {
   // around) or allocated.
   const auto file_bytes = std::filesystem::file_size(path);
   if (h.param_count > file_bytes / sizeof(float) || h.state_count > file_bytes / sizeof(float))
-    throw CheckpointError(path, fmt::format("inconsistent header sizes: {} parameters and {} state values in a "
-                                            "file of {} bytes", h.param_count, h.state_count, file_bytes),
+    throw CheckpointError(path, fmt::format("truncated, or a corrupted header: {} parameters and {} state values "
+                                            "do not fit in a file of {} bytes", h.param_count, h.state_count,
+                                            file_bytes),
                           delete_hint);
   const uint64_t floats_bytes = (h.param_count + h.state_count) * sizeof(float);
   const uint64_t extra = h.version == 1 ? 0 : h.payload_bytes - floats_bytes;

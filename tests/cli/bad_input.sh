@@ -335,6 +335,10 @@ expect_error "an IDX file that is /dev/zero" 2 "train-images-idx3-ubyte.gz|chara
   "$DPTRAIN" run good.toml --out zoo --set data.dataset=fashion-mnist --set "data.path=\"$TMP/idx\""
 expect_error "a model larger than memory" 2 "[model]|parameters|at most about" -- \
   "$DPTRAIN" run good.toml --out zoo --set "model.hidden=[200000, 200000, 200000]"
+expect_error "a job file that is /dev/zero" 2 "/dev/zero|not a regular file" -- "$DPTRAIN" run /dev/zero --out zoo
+{ printf '[cluster]\nfile = "/dev/zero"\n'; cat good.toml; } >cluster_zero.toml
+expect_error "a cluster file that is /dev/zero" 2 "cluster_zero.toml:2|/dev/zero|not a regular file" -- \
+  "$DPTRAIN" run cluster_zero.toml --out zoo
 # An allocation that fails anyway (here a 4 GB address-space limit under the machine's memory): one line,
 # exit 1, never an abort with std::bad_alloc.
 expect_error "an allocation that fails (ulimit -v)" 1 "out of memory|dptrain estimate" -- \
