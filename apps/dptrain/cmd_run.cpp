@@ -33,39 +33,39 @@ RunOptions run_options(const RunCommand& cmd) {
   return o;
 }
 
-// What stopped.json in `dir` says, when the ranks wrote it (they stopped on a signal and saved).
-std::optional<StoppedRun> read_stopped(const RunDir& dir) {
-  std::ifstream in(dir.stopped());
+// A JSON file the ranks wrote into the run directory, or nothing when it is absent or unreadable (it only
+// adds detail to the launcher's report).
+std::optional<monitor::JsonValue> read_run_json(const std::string& path) {
+  std::ifstream in(path);
   if (!in) return std::nullopt;
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   try {
-    const monitor::JsonValue v = monitor::JsonValue::parse(text, dir.stopped());
-    return StoppedRun{int(v.number("signal", 0)), int(v.number("rank", -1)), int64_t(v.number("step", 0)),
-                      v.text("checkpoint")};
+    return monitor::JsonValue::parse(text, path);
   } catch (const Error&) {
     return std::nullopt;
   }
 }
 
+// What stopped.json in `dir` says, when the ranks wrote it (they stopped on a signal and saved).
+std::optional<StoppedRun> read_stopped(const RunDir& dir) {
+  const auto v = read_run_json(dir.stopped());
+  if (!v) return std::nullopt;
+  return StoppedRun{int(v->number("signal", 0)), int(v->number("rank", -1)), int64_t(v->number("step", 0)),
+                    v->text("checkpoint")};
+}
+
 // What every rank was doing at its last heartbeat (heartbeat.json, watchdog.h), "" when unknown.
 std::string last_heartbeats(const RunDir& dir) {
-  std::ifstream in(dir.heartbeat());
-  if (!in) return {};
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  try {
-    const monitor::JsonValue v = monitor::JsonValue::parse(text, dir.heartbeat());
-    const monitor::JsonValue* ranks = v.find("ranks");
-    if (!ranks || !ranks->is_array()) return {};
-    std::string out;
-    for (const monitor::JsonValue& r : ranks->items())
-      out += fmt::format("{}rank {} ({}) in '{}'{}", out.empty() ? "" : "; ", r.number("rank", -1), r.text("host"),
-                         r.text("activity"), r.number("silent_s", 0) > 2
-                                                 ? fmt::format(", silent for {:.0f} s", r.number("silent_s", 0))
-                                                 : std::string());
-    return out;
-  } catch (const Error&) {
-    return {};
-  }
+  const auto v = read_run_json(dir.heartbeat());
+  const monitor::JsonValue* ranks = v ? v->find("ranks") : nullptr;
+  if (!ranks || !ranks->is_array()) return {};
+  std::string out;
+  for (const monitor::JsonValue& r : ranks->items())
+    out += fmt::format("{}rank {} ({}) in '{}'{}", out.empty() ? "" : "; ", r.number("rank", -1), r.text("host"),
+                       r.text("activity"), r.number("silent_s", 0) > 2
+                                               ? fmt::format(", silent for {:.0f} s", r.number("silent_s", 0))
+                                               : std::string());
+  return out;
 }
 
 // After the ranks ended: when they stopped on a signal (sent here, or to a rank), the conventional status

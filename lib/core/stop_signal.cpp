@@ -16,14 +16,6 @@ std::atomic<long> requested_at{0};  // CLOCK_MONOTONIC milliseconds
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<long>::is_always_lock_free,
               "the flag is set from a signal handler");
 
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
-
-long monotonic_ms() {  // async-signal-safe
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return long(now.tv_sec) * 1000 + long(now.tv_nsec / 1000000);
-}
-
 // First signal: remember it. One more, a second or more later: the default action (the handler is reset,
 // and the signal, blocked while this runs, is delivered again as soon as it returns). Closer together
 // they are one request: a scheduler signals every process of a job, and a launcher passes it on too.
@@ -33,12 +25,18 @@ void on_stop_signal(int sig) {
     requested_at.store(monotonic_ms());
     return;
   }
-  if (monotonic_ms() - requested_at.load() < 1000) return;
+  if (monotonic_ms() - requested_at.load() < kSameRequestMs) return;
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
 
 }  // namespace
+
+long monotonic_ms() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return long(now.tv_sec) * 1000 + long(now.tv_nsec / 1000000);
+}
 
 void install_stop_handlers() {
   struct sigaction action = {};

@@ -6,9 +6,16 @@
 // delivered twice). The request is process-wide because signals are.
 #pragma once
 
+#include <csignal>
 #include <string>
 
 namespace dp {
+
+// The signals that ask for a stop, and how far apart two must be to count as two requests.
+inline constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+inline constexpr long kSameRequestMs = 1000;
+// CLOCK_MONOTONIC in milliseconds; async-signal-safe (the handlers time the requests with it).
+long monotonic_ms();
 
 // Installs the handlers (idempotent). Ranks call it once MPI is up.
 void install_stop_handlers();

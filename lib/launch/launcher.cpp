@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "lib/core/error.h"
+#include "lib/core/stop_signal.h"
 #include "lib/launch/slurm.h"
 
 extern char** environ;
@@ -116,13 +117,6 @@ volatile sig_atomic_t launcher_signal = 0;    // the first stop signal this proc
 std::atomic<long> first_signal_at{0};         // its time (CLOCK_MONOTONIC milliseconds)
 volatile sig_atomic_t hard_stopped = 0;       // a second signal went on as SIGTERM
 
-// Async-signal-safe: clock_gettime and kill only (and a lock-free atomic).
-long monotonic_ms() {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return long(now.tv_sec) * 1000 + long(now.tv_nsec / 1000000);
-}
-
 // A stop signal sent to this process (a scheduler, a closed terminal, Ctrl-C: the launched command has
 // a process group of its own, so a terminal's signals reach only this process). In forward mode the same
 // signal goes on, and the command stops its ranks. In request_stop mode the first goes on as SIGUSR1,
@@ -136,12 +130,10 @@ void on_stop_signal(int sig) {
     if (launched_pid > 0) ::kill(pid_t(launched_pid), request_stop_mode ? SIGUSR1 : sig);
     return;
   }
-  if (!request_stop_mode || hard_stopped || monotonic_ms() - first_signal_at.load() < 1000) return;
+  if (!request_stop_mode || hard_stopped || monotonic_ms() - first_signal_at.load() < kSameRequestMs) return;
   hard_stopped = 1;
   if (launched_pid > 0) ::kill(pid_t(launched_pid), SIGTERM);
 }
-
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 
 }  // namespace
 
