@@ -72,10 +72,19 @@ std::string last_heartbeats(const RunDir& dir) {
 // of that signal and one line saying where to continue from; after any other unfinished end (a rank
 // failed, mpirun was stopped hard) the same line with how it ended (mpirun's own message above names
 // the rank and its host). `status`: mpirun's, or 128 + the signal sent to this process.
-int report_end(const RunCommand& cmd, const Job& job, int status) {
+int report_end(const RunCommand& cmd, const Job& job, int status, std::filesystem::file_time_type launched) {
   const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
   const std::optional<StoppedRun> stopped = read_stopped(dir);
   if (status == 0 && !stopped) return 0;  // finished
+  // A stop signal that came after the last step: the ranks finished the run (this launch wrote its
+  // summary) before the request could take effect.
+  std::error_code ec;
+  if (!stopped && status > 128 && is_stop_signal(status - 128) &&
+      std::filesystem::last_write_time(dir.summary(), ec) >= launched && !ec) {
+    std::fprintf(stderr, "dptrain: %s came after the last step: the run finished; wrote %s\n",
+                 signal_name(status - 128).c_str(), dir.summary().c_str());
+    return 0;
+  }
   if (stopped && status == 0) status = 128 + stopped->signal;  // a rank was signalled
   const auto newest = newest_checkpoint(dir.checkpoints());
   const std::string resume = fmt::format("continue with --resume --out {}", dir.root);
@@ -118,8 +127,9 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
     std::filesystem::remove(dir.stopped(), ignored);
     std::filesystem::remove(dir.heartbeat(), ignored);
   }
+  const auto launched = std::filesystem::file_time_type::clock::now();
   const int status = relaunch_under_mpirun(job.launch, process, cmd.dry_run, extra, OnSignal::request_stop);
-  return cmd.dry_run ? status : report_end(cmd, job, status);
+  return cmd.dry_run ? status : report_end(cmd, job, status, launched);
 }
 
 int run_rank(const RunCommand& cmd, ProcessArgs process) {

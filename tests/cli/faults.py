@@ -202,7 +202,7 @@ def inject(runner, out, kind, rng, duration):
     status, took = wait_end(p, out)
     log = open(f"{out}.log").read()
     if status == 0 and os.path.exists(f"{out}/summary.json"):
-        return None
+        return None  # the run had finished (a signal after the last step included: the launcher says so)
     record = {"kind": kind, "signal": signal.Signals(sig).name, "target": target, "status": status,
               "end_s": took, "reached": reached, "checkpoint": ckpt}
     if kind == "kill":
