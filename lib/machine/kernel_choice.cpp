@@ -2,7 +2,6 @@
 // environment (machine.h). The kernel sets are OpenBLAS's DYNAMIC_ARCH targets for x86-64 with what
 // their kernels execute; a set is runnable when the CPU has those instructions and the library's version
 // carries the set.
-#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <strings.h>
@@ -96,8 +95,9 @@ KernelChoice choose_blas_kernels(const CpuInfo& cpu, const BlasInfo& blas, const
 
   std::string target = best, source = "dptrain";
   if (!same_name(request, "auto")) {
+    // Any set OpenBLAS has may be asked for (Zen on a Zen CPU too); dptrain chooses only among candidates.
     const KernelSet* asked = find_set(request);
-    if (!asked || !asked->candidate) {
+    if (!asked) {
       std::string names;
       for (const KernelSet& k : kernel_sets())
         if (k.candidate) names += std::string(names.empty() ? "" : ", ") + k.name;
@@ -105,7 +105,7 @@ KernelChoice choose_blas_kernels(const CpuInfo& cpu, const BlasInfo& blas, const
               "DPTRAIN_BLAS_KERNELS=" + request + " names no OpenBLAS kernel set; use auto, library or one of: " +
                   names};
     }
-    if (std::find(runnable.begin(), runnable.end(), std::string(asked->name)) == runnable.end())
+    if (parse_version(blas.version) < asked->since || !asked->runs(cpu.isa))
       return {KernelChoice::Action::refuse, "", best, "DPTRAIN_BLAS_KERNELS",
               "DPTRAIN_BLAS_KERNELS=" + request + ": " +
                   (parse_version(blas.version) < asked->since ? "OpenBLAS " + blas.version + " has no such kernels"
@@ -118,9 +118,12 @@ KernelChoice choose_blas_kernels(const CpuInfo& cpu, const BlasInfo& blas, const
   }
   if (target.empty()) return keep(best, "library", "");
 
+  // The set asked for is running: it is the request's whoever loaded it (the library may have picked the
+  // same set itself, as it does on a CPU it mis-detects), dptrain's when dptrain exported it.
+  const bool requested = source == "DPTRAIN_BLAS_KERNELS";
   const bool set_by_us = env.chosen && same_name(*env.chosen, target);
   if (same_name(blas.kernels, target))
-    return keep(best, set_by_us ? source : "library",
+    return keep(best, requested || set_by_us ? source : "library",
                 set_by_us && env.library_pick ? "instead of " + *env.library_pick : "");
   // auto: a set the library picked that is as good and runs here (its own tuning, such as Zen), or one
   // dptrain does not know (a newer library's), stays.
