@@ -15,9 +15,11 @@
 #include "lib/core/error.h"
 #include "lib/core/stop_signal.h"
 #include "lib/launch/launcher.h"
+#include "lib/launch/slurm.h"
 #include "lib/monitor/json_value.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/run_dir.h"
+#include "lib/train/run_lock.h"
 #include "lib/train/trainer.h"
 #include "lib/train/watchdog.h"
 
@@ -113,16 +115,33 @@ int report_end(const RunCommand& cmd, const Job& job, int status, std::filesyste
   return status;
 }
 
+// The launcher holds the run folder for its ranks, through every mpirun or srun it starts (run_lock.h).
+RunLock hold_for_launch(const RunDir& dir, const LaunchSection& launch) {
+  RunLock lock = RunLock::hold(dir.root, fmt::format("the dptrain run launcher (ranks under {})",
+                                                     uses_srun(launch, this_host()) ? "srun" : "mpirun"));
+  lock.export_to_children();
+  return lock;
+}
+
 int launch(const RunCommand& cmd, ProcessArgs process) {
   std::vector<std::string> extra;
   const Job job = job_as_launched(cmd.job_path, cmd.overrides, extra);
-  check_run_inputs(job, run_options(cmd));
+  const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
+  // A folder another run holds is refused before anything is checked or written; a new folder is made
+  // (to hold it) only once the inputs are known to be good.
+  std::optional<RunLock> lock;
+  if (!cmd.dry_run && std::filesystem::is_directory(dir.root)) lock.emplace(hold_for_launch(dir, job.launch));
+  const RunInputs inputs = check_run_inputs(job, run_options(cmd));
+  if (inputs.finished) {  // --resume of a finished run: say so, change nothing
+    std::printf("%s\n", inputs.finished->c_str());
+    return 0;
+  }
+  if (!cmd.dry_run && !lock) lock.emplace(hold_for_launch(dir, job.launch));
   // mpirun gives ranks a pseudo-terminal, so only this process can tell whether output is a terminal.
   if (job.log.progress == "auto")
     extra.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
                                                                     : "--set=log.progress=plain");
   if (!cmd.dry_run) {  // what an earlier run left to report on
-    const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
     std::error_code ignored;
     std::filesystem::remove(dir.stopped(), ignored);
     std::filesystem::remove(dir.heartbeat(), ignored);
@@ -141,7 +160,8 @@ int run_rank(const RunCommand& cmd, ProcessArgs process) {
       std::fprintf(stderr, "dptrain: note: running on %d ranks; the job's [launch] ranks is %lld\n", world->size(),
                    static_cast<long long>(job.launch.ranks));
     const RunResult result = train(job, *world, run_options(cmd));
-    if (cmd.json && world->rank() == 0 && !result.stop_signal) std::printf("%s", summary_json(result.summary).c_str());
+    if (cmd.json && world->rank() == 0 && !result.stop_signal && !result.finished_before)
+      std::printf("%s", summary_json(result.summary).c_str());
     return 0;
   } catch (const Error& e) {
     // Bad input is detected alike on every rank, and so is a non-finite loss that every rank found at

@@ -17,6 +17,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/metrics.h"
 #include "lib/train/run_dir.h"
+#include "lib/train/run_lock.h"
 #include "lib/train/trainer.h"
 #include "models/model.h"
 
@@ -30,6 +31,16 @@ struct Setup {
   std::optional<Checkpoint> resume_from;
   int64_t steps_per_epoch = 0, total_steps = 0;
 };
+
+// The run folder: --out, else the job's [job] output_dir, else runs/<name>.
+RunDir run_dir_of(const Job& job, const RunOptions& opts);
+// Collective, before anything is written: rank 0 holds the run folder (run_lock.h) unless the launcher
+// that started the ranks holds it for them; a folder another run holds is the same UsageError (naming
+// that run) on every rank.
+std::optional<RunLock> hold_run_folder(Communicator& comm, const RunDir& dir);
+// On --resume of a run whose newest checkpoint is its last step (or past it): the line that says so and
+// how to train further; nullopt when there are steps left.
+std::optional<std::string> finished_run_note(const Setup& s, const Job& job);
 
 // The device this run trains on; bf16 exists only on the GPU.
 Device choose_device(const Job& job);

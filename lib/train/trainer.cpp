@@ -62,16 +62,19 @@ std::string save_stopped_run(Strategy& strategy, const Job& job, const RunDir& d
 
 }  // namespace
 
-void check_run_inputs(const Job& job, const RunOptions& opts) {
+RunInputs check_run_inputs(const Job& job, const RunOptions& opts) {
   (void)choose_device(job);
   const Setup s = build_setup(job, opts, cpu_kernels());
   check_run_dir_writable(s.dir);
   if (job.parallel.strategy == "cgp") check_cgp_job(job, *s.model);
   if (job.parallel.strategy == "pipeline") check_pipeline_job(job, *s.model);
+  return {finished_run_note(s, job)};
 }
 
 RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) {
   const auto wall_start = Clock::now();
+  // One run at a time in a folder: held before anything is written (by rank 0, or by our launcher).
+  const std::optional<RunLock> folder_lock = hold_run_folder(launched, run_dir_of(job, opts));
   // The timeline (trace.json): this thread is the rank's compute track; threads started below (MRA's
   // communication thread, CGP's server) take their own tracks of the same tracer.
   const std::unique_ptr<Tracer> tracer = make_run_tracer(job, launched);
@@ -99,6 +102,14 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   }
   Setup s = build_setup(job, opts, *kernels);
   agree_on_resume(comm, s, job);
+  RunResult result;
+  if (const auto note = finished_run_note(s, job)) {  // --resume of a finished run: nothing changes
+    if (leader) std::fprintf(opts.log, "%s\n", note->c_str());
+    result.finished_before = true;
+    result.first_step = s.resume_from->step + 1;
+    result.summary.steps = s.resume_from->step;
+    return result;
+  }
   const Watchdog watchdog(launched, job.launch.wait_timeout, s.dir.heartbeat());  // no wait blocks forever
   Model& model = *s.model;
   StrategyInputs inputs{job, comm, model, s.data.train, *kernels, std::move(gpu_queue), s.steps_per_epoch,
@@ -139,7 +150,6 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
 
   const Dataset& train_set = s.data.train;
   const int64_t terms_per_sample = model.targets_per_sample();
-  RunResult result;
   result.first_step = step + 1;
   double train_seconds = 0, last_loss = 0;
   int64_t trained_samples = 0;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,17 @@ struct RunResult {
   int stop_signal = 0;         // the run stopped early on this signal (stop_signal.h) after `summary.steps`
   int stop_rank = -1;          // the lowest rank that received it
   std::string stop_checkpoint; // the checkpoint written then ("" when checkpoints are off)
+  bool finished_before = false;  // --resume of a run that had trained every step: nothing ran or changed
+};
+
+// What the checks before launching found besides errors.
+struct RunInputs {
+  std::optional<std::string> finished;  // --resume of a finished run: the line saying so (finished_run_note)
 };
 
 // Everything that can be checked before ranks start: the dataset, the model, the checkpoint to resume
 // (verified, and matching the model), the output directory. Throws InputError subclasses.
-void check_run_inputs(const Job& job, const RunOptions& opts);
+RunInputs check_run_inputs(const Job& job, const RunOptions& opts);
 
 // Runs the job on `comm` (all ranks call it). Returns on every rank; only rank 0 writes files.
 RunResult train(const Job& job, Communicator& comm, const RunOptions& opts);
