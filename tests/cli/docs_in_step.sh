@@ -3,7 +3,7 @@
 # man/dptrain-job.5 and offered by the bash, zsh and fish completions; every table, nested ones ([parallel.comm])
 # included, is listed in the man page's SYNOPSIS; every subcommand of --help has its page man/dptrain-SUB.1,
 # listed in dptrain(1), and every option of its --help is in that page and in the three completions.
-# Every page of man/ renders cleanly: no groff warning, no words run together (issue 25: a macro line such
+# Every page of man/ has EXAMPLES and renders cleanly: no groff warning, no words run together (issue 25: a macro line such
 # as `.BR "[cluster.emulate] slowdown" ). CPU ranks only.` glues the text after it into one word).
 # Usage: bash docs_in_step.sh PATH/TO/dptrain REPO_ROOT
 set -u
@@ -21,6 +21,7 @@ if ! command -v groff >/dev/null; then
 else
   for page in "$ROOT"/man/*.[1-9]; do
     name=man/${page##*/}
+    grep -qx '\.SH EXAMPLES' "$page" || fail "$name has no EXAMPLES section"
     # Plain text 100 columns wide (no bold or underline), every warning on.
     LC_ALL=C groff -man -Tutf8 -ww -rLL=100n -P-cbou "$page" >"$TMP/page.txt" 2>"$TMP/page.err"
     [[ -s $TMP/page.err ]] && fail "$name: groff warns: $(head -3 "$TMP/page.err" | tr '\n' ' ')"
@@ -102,5 +103,5 @@ for sub in $("$DPTRAIN" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {p
       { echo "not ok - $sub $opt missing from completions/dptrain.fish"; failures=$((failures + 1)); }
   done
 done
-echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures missing)"
+echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures problem(s))"
 ((failures == 0))
