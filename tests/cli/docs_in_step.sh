@@ -3,8 +3,8 @@
 # man/dptrain-job.5 and offered by the bash, zsh and fish completions; every table, nested ones ([parallel.comm])
 # included, is listed in the man page's SYNOPSIS; every subcommand of --help has its page man/dptrain-SUB.1,
 # listed in dptrain(1), and every option of its --help is in that page and in the three completions.
-# Every page of man/ has EXAMPLES and renders cleanly: no groff warning, no words run together (issue 25: a macro line such
-# as `.BR "[cluster.emulate] slowdown" ). CPU ranks only.` glues the text after it into one word).
+# Every page of man/ has EXAMPLES and renders cleanly: no groff warning, no words run together (issue 25:
+# a macro line such as `.BR "[cluster.emulate] slowdown" ). CPU ranks only.` glues that text into one word).
 # Usage: bash docs_in_step.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
