@@ -3,12 +3,53 @@
 # man/dptrain-job.5 and offered by the bash, zsh and fish completions; every table, nested ones ([parallel.comm])
 # included, is listed in the man page's SYNOPSIS; every subcommand of --help has its page man/dptrain-SUB.1,
 # listed in dptrain(1), and every option of its --help is in that page and in the three completions.
+# Every page of man/ has EXAMPLES and renders cleanly: no groff warning, no words run together (issue 25:
+# a macro line such as `.BR "[cluster.emulate] slowdown" ). CPU ranks only.` glues that text into one word).
 # Usage: bash docs_in_step.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
 ROOT=$(realpath "$2")
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() { echo "not ok - $*"; failures=$((failures + 1)); }
+
+# Rendering, as man -l does it (groff's man macros; groff-base, scripts/install-deps.sh --test). A missing
+# groff fails the test: the pages would go unchecked.
+if ! command -v groff >/dev/null; then
+  fail "groff not found: the man pages' rendering is unchecked (install groff-base)"
+else
+  for page in "$ROOT"/man/*.[1-9]; do
+    name=man/${page##*/}
+    grep -qx '\.SH EXAMPLES' "$page" || fail "$name has no EXAMPLES section"
+    # Plain text 100 columns wide (no bold or underline), every warning on.
+    LC_ALL=C groff -man -Tutf8 -ww -rLL=100n -P-cbou "$page" >"$TMP/page.txt" 2>"$TMP/page.err"
+    [[ -s $TMP/page.err ]] && fail "$name: groff warns: $(head -3 "$TMP/page.err" | tr '\n' ' ')"
+    # Words glued by a sentence's end or a closing parenthesis (only.Checkpoints, jsonl).A), a run of 25
+    # letters (no English word is that long), or a "word" of over 40 characters that is no path, URL,
+    # option or key=value.
+    while IFS= read -r hit; do fail "$name: words run together: $hit"; done < <({
+      LC_ALL=C grep -nE '[a-z][)]?[.][A-Z][a-z]|[[:alnum:]][)][.,;:]?[[:alpha:]]|[[:alpha:]]{25}' "$TMP/page.txt"
+      LC_ALL=C awk '{for (i = 1; i <= NF; i++) if (length($i) > 40 && $i !~ /[\/=]|^[-(\[]*-/)
+                       print NR ":" $0}' "$TMP/page.txt"; } | sort -t: -k1,1n -u)
+    # In the source: an alternating-font macro (.BR, .IR, ...) joins its arguments without spaces, so two
+    # arguments that are both plain words (`.BR only. Checkpoints`) render as one.
+    while IFS= read -r hit; do fail "$name: words run together in a font macro: $hit"; done < <(
+      awk '/^\.(BR|RB|IR|RI|BI|IB)[ \t]/ {
+             n = 0; s = substr($0, 5); delete a
+             while (length(s) > 0) {                       # the arguments, "quoted" or not
+               sub(/^[ \t]+/, "", s); if (s == "") break
+               if (substr(s, 1, 1) == "\"") { e = index(substr(s, 2), "\""); if (!e) e = length(s)
+                 a[++n] = substr(s, 2, e - 1); s = substr(s, e + 2) }
+               else { e = match(s, /[ \t]/); if (!e) e = length(s) + 1
+                 a[++n] = substr(s, 1, e - 1); s = substr(s, e) }
+             }
+             for (i = 1; i < n; i++)
+               if (a[i] ~ /^[A-Za-z][a-z]+[.,;:]?$/ && a[i + 1] ~ /^[A-Za-z][a-z]+[.,;:]?$/) {
+                 print FNR ": " $0; break }
+           }' "$page")
+  done
+fi
 cat >"$TMP/job.toml" <<'TOML'
 [data]
 dataset = "synthetic"
@@ -21,8 +62,7 @@ progress = "none"
 [checkpoint]
 enabled = false
 TOML
-"$DPTRAIN" run "$TMP/job.toml" --out "$TMP/run" >/dev/null 2>&1 || { echo "not ok - tiny run failed"; exit 1; }
-failures=0
+"$DPTRAIN" run "$TMP/job.toml" --out "$TMP/run" >/dev/null 2>&1 || { fail "tiny run failed"; exit 1; }
 table=""
 # A table header, nested ones included: [train], [parallel.comm].
 table_re='^\[([a-z_]+(\.[a-z_]+)*)\]$'
@@ -63,5 +103,5 @@ for sub in $("$DPTRAIN" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {p
       { echo "not ok - $sub $opt missing from completions/dptrain.fish"; failures=$((failures + 1)); }
   done
 done
-echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures missing)"
+echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures problem(s))"
 ((failures == 0))
