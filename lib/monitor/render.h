@@ -14,6 +14,8 @@ std::string json_view(const Snapshot& s);
 // Loss, throughput (samples/s) and every rank's wait (ms per logged step) against seconds since the start.
 std::string svg_plot(const Snapshot& s);
 
+// A language model's evaluation as perplexity: the line's, else exp of its loss per token.
+double perplexity(const EvalPoint& e);
 // "1h02m", "3m05s", "12s" (and "-" for a negative number of seconds: unknown).
 std::string duration_text(double seconds);
 // "812 B", "1.5 MB", "2.1 GB" (and "-" for negative: not measured).

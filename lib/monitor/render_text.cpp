@@ -1,6 +1,7 @@
-// The text view: a header, progress and ETA, the loss curve as a sparkline, the per-rank table (speed,
-// batch share, the compute / communication / wait / update split, memory, group or stage) and the
-// slow-rank line with its reason.
+// The text view: a header, progress and ETA, the loss curve as a sparkline (with the newest evaluation:
+// test accuracy, or a language model's validation loss and perplexity), the speed, the resumes, the
+// per-rank table of the newest invocation (speed, batch share, the compute / communication / wait /
+// update split, memory, group or stage) and the slow-rank line with its reason.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,6 +36,12 @@ std::string sparkline(const std::vector<StepPoint>& curve, int cells) {
 }
 
 std::string optional_bytes(double b) { return b < 0 ? "-" : bytes_text(b); }
+
+}  // namespace
+
+double perplexity(const EvalPoint& e) { return e.perplexity >= 0 ? e.perplexity : std::exp(e.test_loss); }
+
+namespace {
 
 }  // namespace
 
@@ -75,15 +82,30 @@ std::string text_view(const Snapshot& s, int width) {
                      sparkline(s.curve, std::max(10, std::min(60, width - 50))),
                      s.curve.empty() ? 0 : s.curve.front().step, s.step);
   if (s.last_eval)
-    out += fmt::format("  test accuracy {:.4f} at step {}", s.last_eval->test_accuracy, s.last_eval->step);
+    out += s.language_model ? fmt::format("  validation loss {:.4f} (perplexity {:.2f}) at step {}",
+                                          s.last_eval->test_loss, perplexity(*s.last_eval), s.last_eval->step)
+                            : fmt::format("  test accuracy {:.4f} at step {}", s.last_eval->test_accuracy,
+                                          s.last_eval->step);
   out += "\n";
-  out += fmt::format("speed    {:.0f} samples/s over the last {} logged step(s), {}-{}{}\n", s.samples_per_sec,
-                     s.window_steps, s.window_first_step, s.window_last_step,
-                     s.grouping.empty() ? "" : "; groups " + s.grouping);
+  if (s.window_steps > 0)
+    out += fmt::format("speed    {:.0f} samples/s over the last {} logged step(s), {}-{}{}\n", s.samples_per_sec,
+                       s.window_steps, s.window_first_step, s.window_last_step,
+                       s.grouping.empty() ? "" : "; groups " + s.grouping);
+  if (!s.resumes.empty()) {
+    const ResumePoint& r = s.resumes.back();
+    out += fmt::format("resumed  {} time(s); the newest {}{}{}\n", s.resumes.size(),
+                       r.first_step > 0 ? fmt::format("from step {}", r.first_step - 1) : std::string("invocation"),
+                       r.ranks > 0 ? fmt::format(" on {} rank(s)", r.ranks) : std::string(),
+                       s.window_steps > 0 ? "; ranks and speeds are its own" : ": no step logged yet");
+  }
   if (s.summary)
-    out += fmt::format("finished test accuracy {:.4f}, test loss {:.4f}, {:.0f} samples/s, {} wall, {} steps\n",
-                       s.summary->test_accuracy, s.summary->test_loss, s.summary->samples_per_sec,
-                       duration_text(s.summary->wall_seconds), s.summary->steps);
+    out += s.language_model
+               ? fmt::format("finished validation loss {:.4f} nats per token, perplexity {:.2f}, {:.0f} samples/s, "
+                             "{} wall, {} steps\n", s.summary->test_loss, s.summary->perplexity,
+                             s.summary->samples_per_sec, duration_text(s.summary->wall_seconds), s.summary->steps)
+               : fmt::format("finished test accuracy {:.4f}, test loss {:.4f}, {:.0f} samples/s, {} wall, {} steps\n",
+                             s.summary->test_accuracy, s.summary->test_loss, s.summary->samples_per_sec,
+                             duration_text(s.summary->wall_seconds), s.summary->steps);
   if (s.state == "stalled")
     out += fmt::format("stalled  no new line for {} and no summary.json: the run stopped or hangs\n",
                        duration_text(s.seconds_since_write));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -53,8 +54,11 @@ std::optional<RunSummary> read_summary(const std::string& path) {
     return std::nullopt;  // written atomically, so this is not ours: show the run as unfinished
   }
   RunSummary s;
-  s.test_accuracy = v.number("test_accuracy", 0);
+  s.language_model = v.find("language_model") && v.find("language_model")->as_bool();
+  s.test_accuracy = v.number("test_accuracy", -1);
   s.test_loss = v.number("test_loss", 0);
+  s.perplexity = v.number("perplexity", -1);
+  if (v.find("val_loss")) s.language_model = true;  // summaries from before language_model was written
   s.samples_per_sec = v.number("samples_per_sec", 0);
   s.wall_seconds = v.number("wall_seconds", 0);
   s.train_seconds = v.number("train_seconds", 0);
@@ -80,6 +84,14 @@ RunReader::RunReader(std::string dir) {
                      "give the output directory of a run (its --out, else runs/<name>)");
 }
 
+void RunReader::begin_invocation(const RunStart* start) {
+  Invocation inv;
+  if (start) inv.start = *start;
+  inv.t = time_offset_;
+  record_.invocations.push_back(inv);
+  record_.pipeline.clear();  // the newest invocation's plan only
+}
+
 void RunReader::take_line(const std::string& line, int64_t number) {
   if (line.empty()) return;
   JsonValue v;
@@ -90,19 +102,16 @@ void RunReader::take_line(const std::string& line, int64_t number) {
     return;
   }
   const std::string kind = v.text("kind");
-  // "t" counts from the start of the process that wrote the line: after a resume (a second start line)
-  // the time goes on from the last line of the process before.
-  if (kind == "start" && record_.lines > 0) time_offset_ = last_time_;
-  const double t = time_offset_ + v.number("t", 0);
+  // "t" counts from the start of the process that wrote the line: a new invocation (its start line, or
+  // in older files a "t" that goes back) goes on from the last line of the one before.
+  const double raw_t = v.number("t", 0);
+  const bool starts = kind == "start" || record_.invocations.empty() || raw_t < last_raw_t_;
+  if (starts && record_.lines > 0) time_offset_ = last_time_;
+  last_raw_t_ = raw_t;
+  const double t = time_offset_ + raw_t;
   last_time_ = std::max(last_time_, t);
   ++record_.lines;
-  if (kind == "train") {
-    record_.train.push_back(rank_point(v));
-    record_.train.back().t = t;
-  } else if (kind == "eval") {
-    record_.evals.push_back({int64_t(v.number("step", 0)), t, v.number("test_loss", 0),
-                             v.number("test_accuracy", 0)});
-  } else if (kind == "start") {
+  if (kind == "start") {
     RunStart s;
     s.name = v.text("name");
     s.strategy = v.text("strategy");
@@ -112,8 +121,39 @@ void RunReader::take_line(const std::string& line, int64_t number) {
     s.steps_per_epoch = int64_t(v.number("steps_per_epoch", 0));
     s.first_step = int64_t(v.number("first_step", 1));
     s.global_batch = int64_t(v.number("global_batch", 0));
+    s.language_model = v.find("language_model") && v.find("language_model")->as_bool();
     s.t = t;
     record_.start = s;
+    record_.language_model = record_.language_model || s.language_model;
+    begin_invocation(&s);
+    return;
+  }
+  if (starts) begin_invocation(nullptr);
+  const int invocation = int(record_.invocations.size()) - 1;
+  if (kind == "train") {
+    record_.train.push_back(rank_point(v));
+    record_.train.back().t = t;
+    record_.train.back().invocation = invocation;
+  } else if (kind == "eval") {
+    EvalPoint e{int64_t(v.number("step", 0)), t, v.number("test_loss", 0), v.number("test_accuracy", -1),
+                v.number("perplexity", -1), invocation};
+    if (e.perplexity >= 0) record_.language_model = true;
+    record_.evals.push_back(e);
+  } else if (kind == "pipeline") {
+    record_.pipeline.clear();
+    if (const JsonValue* stages = v.find("stages"); stages && stages->is_array())
+      for (const JsonValue& st : stages->items()) {
+        const JsonValue* ranks = st.find("ranks");
+        const JsonValue* expected = st.find("expected");
+        const JsonValue* per_sample = expected ? expected->find("compute_ms_per_sample") : nullptr;
+        if (!ranks || !ranks->is_array()) continue;
+        for (size_t i = 0; i < ranks->items().size(); ++i) {
+          PipelineRank p{int(ranks->items()[i].as_number()), int(st.number("stage", 0)), -1};
+          if (per_sample && per_sample->is_array() && i < per_sample->items().size())
+            p.expected_ms_per_sample = per_sample->items()[i].as_number();
+          record_.pipeline.push_back(p);
+        }
+      }
   } else if (kind == "groups" || (kind == "regroup" && v.find("adopted") && v.find("adopted")->as_bool())) {
     record_.grouping = v.text("grouping", record_.grouping);
   }
@@ -135,7 +175,7 @@ const RunRecord& RunReader::refresh() {
       lines_read_ = 0;
       pending_.clear();
       file_identity_ = identity;
-      time_offset_ = last_time_ = 0;
+      time_offset_ = last_time_ = last_raw_t_ = 0;
     }
     std::ifstream in(metrics, std::ios::binary);
     in.seekg(std::streamoff(offset_));
@@ -154,6 +194,10 @@ const RunRecord& RunReader::refresh() {
           std::chrono::duration<double>(fs::file_time_type::clock::now() - written).count();
   }
   record_.summary = read_summary((fs::path(record_.dir) / "summary.json").string());
+  if (record_.summary && record_.summary->language_model) {
+    record_.language_model = true;
+    if (record_.summary->perplexity < 0) record_.summary->perplexity = std::exp(record_.summary->test_loss);
+  }
   return record_;
 }
 

@@ -68,6 +68,16 @@ std::vector<RankFigures> window_figures(const std::vector<const RankPoint*>& lin
   return f;
 }
 
+// Samples per second over steps each of `samples` samples at `rate`: the samples over the time they
+// took, as summary.json's samples_per_sec is (not the mean of the rates, which a few fast steps inflate).
+double combined_rate(const std::vector<double>& rates) {
+  double seconds = 0;
+  int n = 0;
+  for (double r : rates)
+    if (r > 0) seconds += 1 / r, ++n;
+  return seconds > 0 ? double(n) / seconds : 0;
+}
+
 }  // namespace
 
 Snapshot make_snapshot(const RunRecord& record, int window_steps) {
@@ -76,27 +86,50 @@ Snapshot make_snapshot(const RunRecord& record, int window_steps) {
   s.seconds_since_write = record.seconds_since_write;
   s.summary = record.summary;
   s.grouping = record.grouping;
+  s.language_model = record.language_model;
+  // The newest invocation: its start line, if it has one (else the newest before it describes the run).
+  const int newest = std::max(0, int(record.invocations.size()) - 1);
+  const RunStart* own_start = record.invocations.empty() ? nullptr
+                              : record.invocations.back().start ? &*record.invocations.back().start
+                                                                : nullptr;
   int64_t first_step = 1;
-  double start_t = 0;
+  double start_t = record.invocations.empty() ? 0 : record.invocations.back().t;
   if (record.start) {
-    start_t = record.start->t;
     s.name = record.start->name;
     s.strategy = record.start->strategy;
     s.device = record.start->device;
-    s.ranks = record.start->ranks;
     s.total_steps = record.start->total_steps;
-    first_step = record.start->first_step;
   }
-  for (const RankPoint& p : record.train) s.ranks = std::max(s.ranks, p.rank + 1);
+  if (own_start) {
+    start_t = own_start->t;
+    s.ranks = own_start->ranks;
+    first_step = own_start->first_step;
+  }
+  int all_ranks = s.ranks;  // of any invocation, for the curves
+  bool newest_has_lines = false;
+  for (const RankPoint& p : record.train) {
+    all_ranks = std::max(all_ranks, p.rank + 1);
+    if (p.invocation == newest) {
+      s.ranks = std::max(s.ranks, p.rank + 1);
+      if (!newest_has_lines && !own_start) first_step = p.step;  // the first logged step stands for its start
+      newest_has_lines = true;
+    }
+  }
+  for (size_t i = 1; i < record.invocations.size(); ++i) {
+    const Invocation& inv = record.invocations[i];
+    s.resumes.push_back({inv.t, inv.start ? inv.start->first_step : 0, inv.start ? inv.start->ranks : 0});
+  }
   s.evals = record.evals;
   if (!record.evals.empty()) s.last_eval = record.evals.back();
 
   const auto steps = by_step(record.train);
   for (const auto& [step, lines] : steps) {
-    StepPoint point{step, 0, lines.front()->loss, lines.front()->samples_per_sec, std::vector<double>(size_t(s.ranks), 0)};
+    StepPoint point{step, 0, lines.front()->loss, lines.front()->samples_per_sec, lines.front()->invocation,
+                    std::vector<double>(size_t(all_ranks), -1)};
     for (const RankPoint* p : lines) {
       point.t = std::max(point.t, p->t);
-      if (p->rank >= 0 && p->rank < s.ranks) point.blocked_ms[size_t(p->rank)] += p->wait_ms + p->comm_ms;
+      if (p->rank >= 0 && p->rank < all_ranks)
+        point.blocked_ms[size_t(p->rank)] = std::max(0.0, point.blocked_ms[size_t(p->rank)]) + p->wait_ms + p->comm_ms;
     }
     s.curve.push_back(std::move(point));
   }
@@ -105,42 +138,52 @@ Snapshot make_snapshot(const RunRecord& record, int window_steps) {
     if (record.summary) s.step = record.summary->steps;
     return s;
   }
-  const StepPoint& newest = s.curve.back();
-  s.step = newest.step;
+  const StepPoint& newest_step = s.curve.back();
+  s.step = newest_step.step;
   s.epoch = record.train.back().epoch;
-  s.loss = newest.loss;
-  s.elapsed_seconds = newest.t;
+  s.loss = newest_step.loss;
+  s.elapsed_seconds = std::max(newest_step.t, start_t);
   if (record.summary) s.step = std::max(s.step, record.summary->steps);
 
-  // The window: the newest `window_steps` logged steps.
-  const size_t from = steps.size() > size_t(window_steps) ? steps.size() - size_t(window_steps) : 0;
+  // The window: the newest `window_steps` logged steps of the newest invocation (none before it has
+  // logged one: a resume that has just begun shows no ranks yet, not the ranks of the run before).
+  size_t newest_from = steps.size();
+  while (newest_from > 0 && s.curve[newest_from - 1].invocation == newest) --newest_from;
+  const size_t from = std::max(newest_from, steps.size() > size_t(window_steps) ? steps.size() - size_t(window_steps) : 0);
   std::vector<const RankPoint*> lines;
-  double sps = 0;
+  std::vector<double> rates;
   for (size_t i = from; i < steps.size(); ++i) {
     lines.insert(lines.end(), steps[i].second.begin(), steps[i].second.end());
-    sps += s.curve[i].samples_per_sec;
+    rates.push_back(s.curve[i].samples_per_sec);
   }
-  s.samples_per_sec = sps / double(steps.size() - from);
-  s.window_first_step = steps[from].first;
-  s.window_last_step = steps.back().first;
-  s.window_steps = int64_t(steps.size() - from);
-  s.rank_figures = window_figures(lines, s.ranks);
+  if (from < steps.size()) {
+    s.samples_per_sec = combined_rate(rates);
+    s.window_first_step = steps[from].first;
+    s.window_last_step = steps.back().first;
+    s.window_steps = int64_t(steps.size() - from);
+    s.rank_figures = window_figures(lines, s.ranks);
+  }
   if (record.summary)
     for (RankFigures& f : s.rank_figures) {
       const size_t r = size_t(f.rank);
       if (r < record.summary->allocated_peak_bytes.size()) f.allocated_peak_bytes = record.summary->allocated_peak_bytes[r];
       if (r < record.summary->resident_peak_bytes.size()) f.resident_peak_bytes = record.summary->resident_peak_bytes[r];
     }
+  for (const PipelineRank& p : record.pipeline)
+    for (RankFigures& f : s.rank_figures)
+      if (f.rank == p.rank && f.stage == p.stage) f.expected_ms_per_sample = p.expected_ms_per_sample;
   s.slow = find_slow_ranks(s.rank_figures, s.strategy == "pipeline");
 
   // Seconds per step over the window (from the step before it when there is one), within the steps of
   // the newest process (a resumed run's start-up is not a step); else since that process started.
-  size_t base = from > 0 ? from - 1 : from;
-  while (base + 1 < s.curve.size() && s.curve[base].step < first_step) ++base;
-  if (s.curve.size() - base >= 2 && newest.step > s.curve[base].step)
-    s.seconds_per_step = (newest.t - s.curve[base].t) / double(newest.step - s.curve[base].step);
-  else if (newest.step >= first_step)
-    s.seconds_per_step = (newest.t - start_t) / double(newest.step - first_step + 1);
+  if (from < steps.size()) {
+    size_t base = from > newest_from ? from - 1 : from;
+    while (base + 1 < s.curve.size() && s.curve[base].step < first_step) ++base;
+    if (s.curve.size() - base >= 2 && newest_step.step > s.curve[base].step)
+      s.seconds_per_step = (newest_step.t - s.curve[base].t) / double(newest_step.step - s.curve[base].step);
+    else if (newest_step.step >= first_step && own_start)
+      s.seconds_per_step = (newest_step.t - start_t) / double(newest_step.step - first_step + 1);
+  }
   if (s.total_steps > 0) {
     s.progress = std::min(1.0, double(s.step) / double(s.total_steps));
     if (!record.summary && s.seconds_per_step > 0)
@@ -151,7 +194,7 @@ Snapshot make_snapshot(const RunRecord& record, int window_steps) {
     s.eta_seconds = 0;
   } else {
     // No line for much longer than a logged step takes: the run has stopped without finishing.
-    const double step_gap = s.curve.size() >= 2 ? (newest.t - s.curve.front().t) / double(s.curve.size() - 1) : 0;
+    const double step_gap = s.curve.size() >= 2 ? (newest_step.t - s.curve.front().t) / double(s.curve.size() - 1) : 0;
     s.state = s.seconds_since_write > std::max(60.0, 20 * step_gap) ? "stalled" : "running";
   }
   return s;

@@ -78,7 +78,9 @@ void ParameterServer::begin_phase(const cgp::Grouping& grouping, int64_t done, i
   lines_.clear();
   completed_.clear();
   tallies_.assign(size_t(groups), GroupTally{});
-  last_emit_ = phase_start_ = Clock::now();
+  phase_start_ = Clock::now();
+  applied_in_phase_ = emitted_in_phase_ = 0;
+  assigned_seconds_ = 0;
   phase_running_ = true;
   cv_.notify_all();
 }

@@ -173,7 +173,11 @@ class ParameterServer {
   std::vector<int64_t> step_samples_;
   std::vector<double> step_loss_;
   std::vector<TrainLine> lines_;  // rank lines since the last emitted record
-  std::chrono::steady_clock::time_point last_emit_{};
+  // A step's time (cgp_records.cpp): its samples at the phase's average rate so far (samples applied over
+  // the time since the phase began), however many steps one update completes; the phase's last step
+  // takes the rest of the phase's time, so that the steps' times add up to it.
+  int64_t applied_in_phase_ = 0, emitted_in_phase_ = 0;
+  double assigned_seconds_ = 0;  // the phase's time given to its emitted steps
   std::vector<StepRecord> completed_;
   std::vector<GroupTally> tallies_;
   // Drift: the grouping's speeds, the threshold, every rank's last 3 exchange speeds (oldest first).

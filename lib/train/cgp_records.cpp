@@ -54,9 +54,14 @@ void ParameterServer::end_after_current_step() {
 }
 
 // A group's update of the chunk [begin, begin + count) is in: its loss goes to the steps it overlaps, in
-// proportion; its members' lines wait for the next completed step; completed steps are emitted in order.
+// proportion; its members' lines wait for the next completed step; completed steps are emitted in order,
+// each with its time at the phase's average rate so far (cgp_exchange.h): an update completing several
+// steps at once gives each the rate samples came in at, not the first the time since the last emitted
+// step and the others none (which reported a billion samples/s beside 5,000).
 void ParameterServer::account(const ExchangeRequest& leader, double loss_sum, int group, int64_t staleness,
                               double held_ms, const std::vector<ExchangeRequest>& members) {
+  const double elapsed = std::chrono::duration<double>(Clock::now() - phase_start_).count();
+  applied_in_phase_ += leader.chunk_count;
   const int64_t begin = leader.chunk_begin, end = begin + leader.chunk_count;
   for (int64_t step = clock_.step_of(begin); step < first_step_ + int64_t(step_samples_.size()); ++step) {
     const int64_t from = std::max(begin, clock_.step_begin(step)), to = std::min(end, clock_.step_end(step));
@@ -74,7 +79,6 @@ void ParameterServer::account(const ExchangeRequest& leader, double loss_sum, in
     line.lr = m.lr;
     line.held_ms = held_ms;
     line.exchange_ms = m.exchange_ms;
-    line.samples_per_sec = m.compute_ms > 0 ? double(m.samples) / (m.compute_ms / 1000) : 0;
     line.loss = leader.chunk_count > 0 ? loss_sum / double(leader.chunk_count * terms_per_sample_) : 0;
     line.times = StepTimes{m.compute_ms, held_ms, m.comm_ms, 0, m.samples};
     lines_.push_back(line);
@@ -83,18 +87,24 @@ void ParameterServer::account(const ExchangeRequest& leader, double loss_sum, in
     const size_t at = size_t(next_emit_ - first_step_);
     const int64_t size = clock_.step_end(next_emit_) - clock_.step_begin(next_emit_);
     if (step_samples_[at] < size) break;
-    const auto now = Clock::now();
     StepRecord r;
     r.step = next_emit_ + 1;
     r.epoch = next_emit_ / clock_.steps_per_epoch;
     r.samples = size;
     r.lr = leader.lr;
     r.loss = step_loss_[at] / double(size * terms_per_sample_);
-    r.seconds = std::chrono::duration<double>(now - last_emit_).count();
-    last_emit_ = now;
+    // The phase's average rate so far; its last step also carries what the last updates took after
+    // the other groups ran out of samples.
+    emitted_in_phase_ += size;
+    r.seconds = elapsed * double(size) / double(std::max(applied_in_phase_, emitted_in_phase_));
+    if (r.step == reached_ && elapsed - assigned_seconds_ > r.seconds) r.seconds = elapsed - assigned_seconds_;
+    assigned_seconds_ += r.seconds;
+    // The run's rate, as the other strategies' lines have it (the rank's own speed is local_batch over
+    // compute_ms).
     for (TrainLine& l : lines_) {
       l.step = r.step;
       l.epoch = r.epoch;
+      l.samples_per_sec = r.seconds > 0 ? double(size) / r.seconds : 0;
     }
     r.ranks = std::move(lines_);
     r.log_always = true;

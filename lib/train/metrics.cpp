@@ -2,6 +2,8 @@
 // so equal losses give byte-identical lines.
 #include "lib/train/metrics.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -39,10 +41,13 @@ void MetricsLog::write(const TrainLine& l) {
 }
 
 void MetricsLog::write(const StartLine& l) {
-  put(fmt::format("{{\"kind\":\"start\",\"name\":{},\"strategy\":{},\"device\":{},\"ranks\":{},"
-                  "\"total_steps\":{},\"steps_per_epoch\":{},\"first_step\":{},\"global_batch\":{}}}",
-                  json_quoted(l.name), json_quoted(l.strategy), json_quoted(l.device), l.ranks, l.total_steps, l.steps_per_epoch, l.first_step,
-                  l.global_batch));
+  language_model_ = l.language_model;
+  // "step" first: run_dir's resume reads the first "step" of a line.
+  put(fmt::format("{{\"kind\":\"start\",\"step\":{},\"name\":{},\"strategy\":{},\"device\":{},\"ranks\":{},"
+                  "\"total_steps\":{},\"steps_per_epoch\":{},\"first_step\":{},\"global_batch\":{}{}}}",
+                  l.first_step - 1, json_quoted(l.name), json_quoted(l.strategy), json_quoted(l.device), l.ranks,
+                  l.total_steps, l.steps_per_epoch, l.first_step, l.global_batch,
+                  l.language_model ? ",\"language_model\":true" : ""));
 }
 
 void MetricsLog::put(const std::string& object) {
@@ -81,10 +86,14 @@ void MetricsLog::write(const PipelineLine& l) {
     stages += fmt::format(
         "{}{{\"stage\":{},\"blocks\":[{},{}],\"ranks\":[{}],\"recompute\":[{}],"
         "\"predicted\":{{\"compute_ms\":{:.3f},\"peak_bytes\":[{:.0f}]}},"
-        "\"measured\":{{\"compute_ms\":{:.3f},\"wait_ms\":{:.3f},\"peak_bytes\":[{:.0f}]}}}}",
+        "\"measured\":{{\"compute_ms\":{:.3f},\"wait_ms\":{:.3f},\"peak_bytes\":[{:.0f}],"
+        "\"compute_ms_per_sample\":[{:.5f}]}}{}}}",
         stages.empty() ? "" : ",", s.stage, s.first, s.last, fmt::join(s.ranks, ","), fmt::join(s.recompute, ","),
         s.predicted_compute_ms, fmt::join(s.predicted_peak_bytes, ","), s.measured_compute_ms, s.measured_wait_ms,
-        fmt::join(s.measured_peak_bytes, ","));
+        fmt::join(s.measured_peak_bytes, ","), fmt::join(s.measured_ms_per_sample, ","),
+        s.expected_ms_per_sample.empty()
+            ? std::string()
+            : fmt::format(",\"expected\":{{\"compute_ms_per_sample\":[{:.5f}]}}", fmt::join(s.expected_ms_per_sample, ",")));
   put(fmt::format("{{\"kind\":\"pipeline\",\"step\":{},\"minibatches\":{},\"predicted\":{{\"minibatch_ms\":{:.3f},"
                   "\"bubble\":{:.4f}}},\"measured\":{{\"minibatch_ms\":{:.3f},\"bubble\":{:.4f}}},\"stages\":[{}]}}",
                   l.step, l.minibatches, l.predicted_minibatch_ms, l.predicted_bubble, l.measured_minibatch_ms,
@@ -92,30 +101,32 @@ void MetricsLog::write(const PipelineLine& l) {
 }
 
 void MetricsLog::write(const EvalLine& l) {
-  put(fmt::format("{{\"kind\":\"eval\",\"step\":{},\"epoch\":{},\"test_loss\":{},\"test_accuracy\":{},"
-                  "\"train_seconds\":{:.3f}}}",
-                  l.step, l.epoch, l.test_loss, l.test_accuracy, l.train_seconds));
+  const std::string quality = language_model_ ? fmt::format("\"perplexity\":{:.4f}", std::exp(l.test_loss))
+                                              : fmt::format("\"test_accuracy\":{}", l.test_accuracy);
+  put(fmt::format("{{\"kind\":\"eval\",\"step\":{},\"epoch\":{},\"test_loss\":{},{},\"train_seconds\":{:.3f}}}",
+                  l.step, l.epoch, l.test_loss, quality, l.train_seconds));
 }
 
 void MetricsLog::flush() { std::fflush(file_); }
 
 std::string summary_json(const Summary& s) {
-  const std::string text_fields =
-      s.language_model ? fmt::format("  \"val_loss\": {},\n  \"val_accuracy\": {},\n  \"tokens_per_sec\": {:.1f},\n"
-                                     "  \"bigram_entropy\": {},\n",
-                                     s.test_loss, s.test_accuracy, s.samples_per_sec * double(s.tokens_per_sample),
-                                     s.bigram_entropy)
-                       : std::string();
+  // A language model has no accuracy: its validation loss (nats per token) and perplexity instead.
+  const std::string quality =
+      s.language_model ? fmt::format("  \"language_model\": true,\n  \"val_loss\": {},\n  \"perplexity\": {:.4f},\n"
+                                     "  \"tokens_per_sec\": {:.1f},\n  \"bigram_entropy\": {},\n",
+                                     s.test_loss, std::exp(s.test_loss),
+                                     s.samples_per_sec * double(s.tokens_per_sample), s.bigram_entropy)
+                       : fmt::format("  \"test_accuracy\": {},\n", s.test_accuracy);
   std::string memory;
   for (size_t r = 0; r < s.memory.size(); ++r)
     memory += fmt::format("{}{{\"rank\": {}, \"allocated_peak_bytes\": {:.0f}, \"resident_peak_bytes\": {:.0f}}}",
                           r ? ", " : "", r, s.memory[r].allocated_peak_bytes, s.memory[r].resident_peak_bytes);
   return fmt::format(
-      "{{\n{}  \"test_accuracy\": {},\n  \"test_loss\": {},\n  \"train_loss\": {},\n"
+      "{{\n{}  \"test_loss\": {},\n  \"train_loss\": {},\n"
       "  \"samples_per_sec\": {:.1f},\n  \"wall_seconds\": {:.3f},\n  \"train_seconds\": {:.3f},\n"
       "  \"ranks\": {},\n  \"epochs\": {},\n  \"steps\": {},\n  \"resumed_from_step\": {},\n  \"skipped_steps\": {},\n"
       "  \"model\": \"{}\",\n  \"parameters\": {},\n  \"memory\": [{}],\n  \"machines\": {},\n  \"job\": {}\n}}\n",
-      text_fields, s.test_accuracy, s.test_loss, s.train_loss, s.samples_per_sec, s.wall_seconds, s.train_seconds,
+      quality, s.test_loss, s.train_loss, s.samples_per_sec, s.wall_seconds, s.train_seconds,
       s.ranks, s.epochs, s.steps, s.resumed_from_step, s.skipped_steps, s.model, s.parameters, memory,
       s.machines_json.empty() ? "[]" : s.machines_json, s.job_json.empty() ? "{}" : s.job_json);
 }

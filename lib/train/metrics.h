@@ -1,6 +1,7 @@
-// metrics.jsonl (one JSON object per line: a "train" line per logged step per rank, an "eval" line per
-// evaluation, each with "t", the seconds since the run started, and on the file as soon as it is
-// written, so that a live run can be followed) and summary.json. Written by rank 0 only.
+// metrics.jsonl (one JSON object per line: a "start" line per invocation, a "train" line per logged step
+// per rank, an "eval" line per evaluation, each with "t", the seconds since this invocation started, and
+// on the file as soon as it is written, so that a live run can be followed) and summary.json. Written by
+// rank 0 only.
 #pragma once
 
 #include <chrono>
@@ -51,6 +52,9 @@ struct PipelineLine {
     double predicted_compute_ms = 0, measured_compute_ms = 0;  // per mini-batch: forward, backward, recompute
     double measured_wait_ms = 0;                                // per mini-batch: the bubble
     std::vector<double> predicted_peak_bytes, measured_peak_bytes;  // per rank of the stage
+    // Per rank of the stage: compute ms per sample, the median measured and what the plan expects at its
+    // machine's described speed (empty: not known; lib/train/pipeline_records.h).
+    std::vector<double> measured_ms_per_sample, expected_ms_per_sample;
   };
   std::vector<StageLine> stages;
 };
@@ -80,14 +84,19 @@ struct PhaseGroupsLine {
   double predicted_samples_per_sec = 0, measured_samples_per_sec = 0;
 };
 
-// The first line of every run (and of every resumed run): what progress and an ETA are measured against.
-// It has no "step": a resumed run drops it with the lines after its checkpoint and writes its own.
+// The first line of every invocation (the run's, and every resume's): what progress and an ETA are
+// measured against, and where the invocation's lines begin (their "t" counts from it). Its "step" is
+// first_step - 1, the steps done before it: a resume keeps it like the lines of the steps before its
+// checkpoint (run_dir.h), so the file keeps one start line per invocation it keeps lines of.
 struct StartLine {
   std::string name, strategy, device;
   int ranks = 0;
   int64_t total_steps = 0, steps_per_epoch = 0, first_step = 1, global_batch = 0;
+  bool language_model = false;  // text: evaluations are validation loss and perplexity, no accuracy
 };
 
+// An evaluation. Language models (a start line with language_model) are written without test_accuracy
+// and with "perplexity": exp(test_loss), the loss being nats per token.
 struct EvalLine {
   int64_t step = 0, epoch = 0;
   double test_loss = 0, test_accuracy = 0;
@@ -115,6 +124,7 @@ class MetricsLog {
   std::FILE* file_;
   std::string path_;
   std::chrono::steady_clock::time_point start_;
+  bool language_model_ = false;  // the start line's
 };
 
 struct Summary {
@@ -126,8 +136,8 @@ struct Summary {
   int64_t skipped_steps = 0;  // undone by [train] on_nonfinite = "skip" in this invocation
   std::string model, job_json;
   std::string machines_json;  // every kind of machine the ranks ran on, with its ranks (a JSON array)
-  // Language models: test_* are measured on the validation text and also reported as val_loss
-  // (nats per token); tokens/s = samples/s * tokens_per_sample.
+  // Language models: test_loss is measured on the validation text and also reported as val_loss (nats
+  // per token), with perplexity = exp(val_loss) and no accuracy; tokens/s = samples/s * tokens_per_sample.
   bool language_model = false;
   int64_t tokens_per_sample = 1;
   double bigram_entropy = 0;

@@ -5,59 +5,16 @@
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "lib/core/error.h"
 #include "lib/monitor/json_value.h"
 #include "lib/monitor/render.h"
 #include "lib/monitor/run_record.h"
+#include "tests/monitor/monitor_fixture.h"
 
-namespace fs = std::filesystem;
 using namespace dp::monitor;
-
-namespace {
-
-struct TempRun {
-  fs::path dir = fs::temp_directory_path() / fmt::format("dp_monitor_test_{}", ::getpid());
-  TempRun() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempRun() { fs::remove_all(dir); }
-  void append(const std::string& text) const {
-    std::ofstream(dir / "metrics.jsonl", std::ios::app) << text;
-  }
-};
-
-std::string start_line(int ranks, int64_t total, const std::string& strategy = "data") {
-  return fmt::format("{{\"kind\":\"start\",\"name\":\"t\",\"strategy\":\"{}\",\"device\":\"cpu\",\"ranks\":{},"
-                     "\"total_steps\":{},\"steps_per_epoch\":100,\"first_step\":1,\"global_batch\":128,\"t\":0.01}}\n",
-                     strategy, ranks, total);
-}
-
-std::string train_line(int64_t step, int rank, double t, int64_t batch, double compute_ms, double wait_ms,
-                       int stage = -1) {
-  return fmt::format("{{\"kind\":\"train\",\"step\":{},\"epoch\":0,\"rank\":{},\"loss\":{},\"lr\":0.001,"
-                     "\"samples_per_sec\":1000.0,\"local_batch\":{},\"compute_ms\":{},\"wait_ms\":{},"
-                     "\"comm_ms\":0.5,\"update_ms\":0.1{},\"resident_bytes\":5000000,\"t\":{}}}\n",
-                     step, rank, 2.0 / double(step), batch, compute_ms, wait_ms,
-                     stage >= 0 ? fmt::format(",\"stage\":{}", stage) : "", t);
-}
-
-RankFigures figures(int rank, int64_t samples, double compute_ms, double wait_ms, double share, int stage = -1) {
-  RankFigures f;
-  f.rank = rank;
-  f.samples = samples;
-  f.compute_ms = compute_ms;
-  f.compute_ms_per_sample = compute_ms / double(samples);
-  f.wait_ms = wait_ms;
-  f.share = share;
-  f.stage = stage;
-  return f;
-}
-
-}  // namespace
+using namespace monitor_test;
 
 BOOST_AUTO_TEST_CASE(json_reader_reads_what_dptrain_writes_and_rejects_truncated_lines) {
   const JsonValue v = JsonValue::parse(R"({"a":1.5e3,"s":"x\"y\u00e9","l":[1,{"b":true,"c":false}],"n":null})", "here");
