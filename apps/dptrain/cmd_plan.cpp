@@ -48,13 +48,13 @@ int cmd_plan(const PlanCommand& cmd) {
               (long long)batch, job.parallel.balance.mode.c_str());
 
   const std::vector<double> equal_speeds(size_t(ranks), 1.0);
-  std::vector<double> speeds = job.parallel.balance.speeds.empty() ? equal_speeds : job.parallel.balance.speeds;
   const BalanceOptions o = train_detail::balance_options(job, ranks);
-  print_division(job.parallel.balance.mode == "idat" && !job.parallel.balance.speeds.empty()
-                     ? "first division (from [parallel.balance] speeds):"
-                     : "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"
-                       "  `dptrain profile --compute` measures them beforehand):",
-                 Balancer(o, ranks).shares(batch), speeds);
+  const bool known = job.parallel.balance.mode == "idat" && !o.initial_speeds.empty();
+  print_division(!known ? "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"
+                          "  `dptrain profile --compute` measures them beforehand):"
+                 : job.parallel.balance.speeds.empty() ? "first division (from the speeds [cluster] describes):"
+                                                       : "first division (from [parallel.balance] speeds):",
+                 Balancer(o, ranks).shares(batch), known ? o.initial_speeds : equal_speeds);
   const auto& slow = job.cluster.emulate.slowdown;
   if (!slow.empty()) {
     std::vector<double> emulated;

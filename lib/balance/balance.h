@@ -40,11 +40,19 @@ class SpeedFilter {
   void add(double measured);  // samples per second, > 0
   double value() const { return value_; }
   bool empty() const { return value_ <= 0; }
+  // The measurements' relative spread around the estimate (a standard deviation, smoothed like it; 0
+  // until a few are in), and the estimate's own relative uncertainty that follows from it. A jump must
+  // exceed 2.5 times the spread as well as `jump` to restart the estimate.
+  double noise() const;
+  double uncertainty() const;
 
  private:
+  void add_noise(double relative_deviation);
   double alpha_, jump_;
   int confirm_;
   double value_ = 0;
+  double variance_ = 0;  // of the relative deviations that were noise (level shifts excluded)
+  int64_t noise_samples_ = 0;
   std::vector<double> pending_;  // consecutive measurements off the estimate in one direction
   int direction_ = 0;
 };
@@ -55,10 +63,13 @@ struct BalanceOptions {
   double threshold = 0.03;     // ... and adopt it only if the predicted step time drops by this fraction
   int64_t min_share = 1;
   std::vector<int64_t> max_share;  // per rank (from memory); empty: none
-  std::vector<double> initial_speeds;  // relative speeds known up front (profile or job); empty: equal
+  std::vector<double> initial_speeds;  // relative speeds known up front ([parallel.balance] speeds, else
+                                       // [cluster]'s described speeds); empty: equal
 };
 
-// The division of every step of a run, the same on every rank given the same measurements.
+// The division of every step of a run, the same on every rank given the same measurements. A new division
+// is adopted when it is predicted faster by more than the threshold and than the speeds' uncertainty, so
+// a settled division stays put under noisy measurements.
 class Balancer {
  public:
   Balancer(const BalanceOptions& options, int ranks);
@@ -68,6 +79,11 @@ class Balancer {
   // After a step: every rank's local batch and compute seconds. Returns true when the division changed.
   bool observe(int64_t step, std::span<const int64_t> local_batch, std::span<const double> compute_seconds);
   std::span<const double> speeds() const { return speeds_; }  // smoothed, samples per second
+  // The division's proportions (the speeds at the last change, or the initial ones): what a checkpoint
+  // keeps, so a resumed run divides as the interrupted one did. `resume_from` takes them when they are
+  // one per rank and positive (else keeps the initial division: another rank count starts afresh).
+  std::span<const double> weights() const { return weights_; }
+  void resume_from(std::span<const double> weights);
   int64_t rebalances() const { return rebalances_; }
 
  private:

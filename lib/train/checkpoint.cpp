@@ -4,7 +4,8 @@
 //   Header (fixed 88 bytes): magic "DPTRCKPT", u32 version, u32 header_bytes, u64 fingerprint,
 //   char optimizer[16], i64 step, i64 optimizer_steps, u64 param_count, u64 state_count,
 //   u64 payload_bytes, u32 payload_crc32, u32 header_crc32 (over the preceding header bytes)
-//   Payload: params (param_count floats), optimizer state (state_count floats).
+//   Payload: params (param_count floats), optimizer state (state_count floats), then (version 2) the
+//   grouping: u64 count, i32 groups; then (version 3) I-DAT's division: u64 count, f64 weights.
 #include "lib/train/checkpoint.h"
 
 #include <fcntl.h>
@@ -25,8 +26,9 @@ namespace {
 
 constexpr char kMagic[8] = {'D', 'P', 'T', 'R', 'C', 'K', 'P', 'T'};
 // Version 2 appends the grouping of strategy "cgp" after the state: a uint64 count, then int32 groups
-// (count 0 for other strategies); version 1 files (no grouping) are still read.
-constexpr uint32_t kVersion = 2;
+// (count 0 for other strategies); version 3 then I-DAT's division: a uint64 count, then float64 weights
+// (count 0 without I-DAT). Versions 1 and 2 are still read.
+constexpr uint32_t kVersion = 3;
 
 #pragma pack(push, 1)
 struct Header {
@@ -82,11 +84,15 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   h.state_count = c.optimizer_state.size();
   const uint64_t group_count = c.groups.size();
   std::vector<int32_t> groups(c.groups.begin(), c.groups.end());
-  h.payload_bytes = (h.param_count + h.state_count) * sizeof(float) + sizeof group_count + groups.size() * 4;
+  const uint64_t weight_count = c.balance_weights.size();
+  h.payload_bytes = (h.param_count + h.state_count) * sizeof(float) + sizeof group_count + groups.size() * 4 +
+                    sizeof weight_count + weight_count * sizeof(double);
   h.payload_crc = crc32_of(c.params.data(), c.params.size() * sizeof(float));
   h.payload_crc = crc32_of(c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), h.payload_crc);
   h.payload_crc = crc32_of(&group_count, sizeof group_count, h.payload_crc);
   h.payload_crc = crc32_of(groups.data(), groups.size() * 4, h.payload_crc);
+  h.payload_crc = crc32_of(&weight_count, sizeof weight_count, h.payload_crc);
+  h.payload_crc = crc32_of(c.balance_weights.data(), weight_count * sizeof(double), h.payload_crc);
   h.header_crc = crc32_of(&h, offsetof(Header, header_crc));
 
   const std::string tmp = path + ".tmp";
@@ -97,6 +103,8 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   write_all(fd, c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), tmp);
   write_all(fd, &group_count, sizeof group_count, tmp);
   write_all(fd, groups.data(), groups.size() * 4, tmp);
+  write_all(fd, &weight_count, sizeof weight_count, tmp);
+  write_all(fd, c.balance_weights.data(), weight_count * sizeof(double), tmp);
   if (::fsync(fd) != 0 || ::close(fd) != 0)
     throw RuntimeFailure(tmp, fmt::format("flush failed: {}", std::strerror(errno)), "check free disk space");
   std::filesystem::rename(tmp, path);
@@ -115,7 +123,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   in.read(reinterpret_cast<char*>(&h), sizeof h);
   if (in.gcount() != std::streamsize(sizeof h) || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
     throw CheckpointError(path, "not a dptrain checkpoint (bad magic or shorter than a header)", delete_hint);
-  if ((h.version != kVersion && h.version != 1) || h.header_bytes != sizeof(Header))
+  if (h.version < 1 || h.version > kVersion || h.header_bytes != sizeof(Header))
     throw CheckpointError(path, fmt::format("unsupported checkpoint format version {} (this dptrain reads {})",
                                             h.version, kVersion), "use the dptrain version that wrote it");
   if (crc32_of(&h, offsetof(Header, header_crc)) != h.header_crc)
@@ -130,7 +138,9 @@ Checkpoint read_checkpoint(const std::string& path) {
                           delete_hint);
   const uint64_t floats_bytes = (h.param_count + h.state_count) * sizeof(float);
   const uint64_t extra = h.version == 1 ? 0 : h.payload_bytes - floats_bytes;
-  if (h.payload_bytes < floats_bytes || (h.version > 1 && (extra < 8 || (extra - 8) % 4 != 0)) ||
+  // Version 3 has two counted arrays after the floats (the grouping, the division), checked as read.
+  if (h.payload_bytes < floats_bytes || (h.version == 2 && (extra < 8 || (extra - 8) % 4 != 0)) ||
+      (h.version == 3 && extra < 16) ||
       (h.version == 1 && extra != 0) || h.optimizer[15] != '\0')
     throw CheckpointError(path, "inconsistent header sizes: the checkpoint is corrupted", delete_hint);
   if (file_bytes != sizeof(Header) + h.payload_bytes)
@@ -150,10 +160,19 @@ Checkpoint read_checkpoint(const std::string& path) {
   std::vector<int32_t> groups;
   if (h.version > 1) {
     in.read(reinterpret_cast<char*>(&group_count), sizeof group_count);
-    if (group_count != (extra - 8) / 4)
+    const uint64_t room = h.version == 2 ? (extra - 8) / 4 : (extra - 16) / 4;
+    if (h.version == 2 ? group_count != room : group_count > room)
       throw CheckpointError(path, "inconsistent grouping size: the checkpoint is corrupted", delete_hint);
     groups.resize(group_count);
     in.read(reinterpret_cast<char*>(groups.data()), std::streamsize(groups.size() * 4));
+  }
+  uint64_t weight_count = 0;
+  if (h.version > 2) {
+    in.read(reinterpret_cast<char*>(&weight_count), sizeof weight_count);
+    if (weight_count > extra / sizeof(double) || extra != 16 + group_count * 4 + weight_count * sizeof(double))
+      throw CheckpointError(path, "inconsistent division size: the checkpoint is corrupted", delete_hint);
+    c.balance_weights.resize(weight_count);
+    in.read(reinterpret_cast<char*>(c.balance_weights.data()), std::streamsize(weight_count * sizeof(double)));
   }
   if (!in) throw CheckpointError(path, "read failed in the payload", delete_hint);
   uint32_t crc = crc32_of(c.params.data(), c.params.size() * sizeof(float));
@@ -161,6 +180,10 @@ Checkpoint read_checkpoint(const std::string& path) {
   if (h.version > 1) {
     crc = crc32_of(&group_count, sizeof group_count, crc);
     crc = crc32_of(groups.data(), groups.size() * 4, crc);
+  }
+  if (h.version > 2) {
+    crc = crc32_of(&weight_count, sizeof weight_count, crc);
+    crc = crc32_of(c.balance_weights.data(), c.balance_weights.size() * sizeof(double), crc);
   }
   c.groups.assign(groups.begin(), groups.end());
   if (crc != h.payload_crc)

@@ -19,6 +19,7 @@ struct Checkpoint {
   std::vector<float> params;
   std::vector<float> optimizer_state;  // strategy "cgp": every group's whole state, in group order
   std::vector<int> groups;             // strategy "cgp": the group of every rank; empty otherwise
+  std::vector<double> balance_weights; // I-DAT: the division's proportions, one per rank; empty otherwise
 
   // Optimizer states held: one per group under "cgp", else one.
   size_t state_count() const { return groups.empty() ? 1 : size_t(*std::max_element(groups.begin(), groups.end()) + 1); }

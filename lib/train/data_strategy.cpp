@@ -39,7 +39,8 @@ class DataStrategy final : public Strategy {
         optimizer_(make_optimizer(in_.job.optim, update_.state_count(), in_.kernels)),
         balancer_(balance_options(in_.job, in_.comm.size()), in_.comm.size()),
         emulator_(in_.job, in_.comm.rank()),
-        gauges_(in_.kernels.host_memory ? -1 : local_rank(in_.comm)) {}
+        gauges_(in_.kernels.host_memory ? -1 : local_rank(in_.comm)),
+        logged_shares_(balancer_.shares(in_.job.train.global_batch)) {}
 
   std::vector<std::string> describe() const override {
     const Job& job = in_.job;
@@ -50,8 +51,7 @@ class DataStrategy final : public Strategy {
                             ? fmt::format("I-DAT (measured speeds, every {} step(s), threshold {:g})",
                                           job.parallel.balance.every, job.parallel.balance.threshold)
                             : std::string("equal"),
-                        shares_text(Balancer(balance_options(job, in_.comm.size()), in_.comm.size())
-                                        .shares(std::min(job.train.global_batch, in_.train_set.count))))};
+                        shares_text(balancer_.shares(std::min(job.train.global_batch, in_.train_set.count))))};
   }
 
   void resume(const Checkpoint& from) override {
@@ -60,6 +60,9 @@ class DataStrategy final : public Strategy {
     update_.load_state(*optimizer_,
                        std::span(from.optimizer_state).first(from.optimizer_state.size() / from.state_count()));
     optimizer_->set_steps_taken(from.optimizer_steps);
+    // I-DAT divides as the interrupted run did (on another rank count: from the described speeds).
+    balancer_.resume_from(from.balance_weights);
+    logged_shares_ = balancer_.shares(in_.job.train.global_batch);
   }
 
   Reached train_until(int64_t done, int64_t until, const StepSink& sink) override {
@@ -103,9 +106,13 @@ class DataStrategy final : public Strategy {
         times.push_back(r.times);
       }
       // Every rank knows every rank's compute speed, so all divide the next batch alike.
-      if (idat && observe_step(balancer_, step, times) && comm.rank() == 0)
-        sink.note(fmt::format("step {}: I-DAT divides the batch as {}", step + 1,
-                              shares_text(balancer_.shares(job.train.global_batch))));
+      // Logged when the division of a full batch changes, not when the proportions behind it move.
+      if (idat && observe_step(balancer_, step, times) &&
+          balancer_.shares(job.train.global_batch) != logged_shares_) {
+        logged_shares_ = balancer_.shares(job.train.global_batch);
+        if (comm.rank() == 0)
+          sink.note(fmt::format("step {}: I-DAT divides the batch as {}", step + 1, shares_text(logged_shares_)));
+      }
       const auto t4 = Clock::now();
       StepRecord rec{step + 1, epoch, loss_sum / terms, lr, batch,
                      std::chrono::duration<double>(t4 - step_start).count(), {}};
@@ -132,8 +139,11 @@ class DataStrategy final : public Strategy {
   Checkpoint checkpoint(int64_t step) override {
     std::vector<float> state = update_.full_state(*optimizer_);  // collective: sharded state comes together
     if (in_.comm.rank() != 0) return {};
-    return {in_.model.fingerprint(), optimizer_->name(), step, optimizer_->steps_taken(),
-            in_.model.params_to_host(), std::move(state), {}};
+    const std::span<const double> weights = balancer_.weights();
+    return {in_.model.fingerprint(), optimizer_->name(), step, optimizer_->steps_taken(), in_.model.params_to_host(),
+            std::move(state), {},
+            in_.job.parallel.balance.mode == "idat" ? std::vector<double>(weights.begin(), weights.end())
+                                                    : std::vector<double>{}};
   }
 
  private:
@@ -143,6 +153,7 @@ class DataStrategy final : public Strategy {
   Balancer balancer_;
   SlowdownEmulator emulator_;
   RankGauges gauges_;
+  std::vector<int64_t> logged_shares_;  // the division of a full batch last logged (I-DAT)
   BatchBuffer buffer_;
   EpochOrder order_{in_.train_set.count, in_.job.job.seed};
   NonFiniteGuard guard_{in_.job};

@@ -2,6 +2,11 @@
 #define BOOST_TEST_MODULE checkpoint
 #include <boost/test/unit_test.hpp>
 
+#include <zlib.h>
+
+#include <cstring>
+#include <iterator>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -30,6 +35,7 @@ dp::Checkpoint sample() {
   c.optimizer_steps = 40;
   for (int i = 0; i < 1000; ++i) c.params.push_back(float(i) * 0.5f);
   for (int i = 0; i < 2000; ++i) c.optimizer_state.push_back(float(-i));
+  c.balance_weights = {1.0, 0.4, 0.25};  // I-DAT's division (format version 3)
   return c;
 }
 
@@ -60,6 +66,36 @@ BOOST_AUTO_TEST_CASE(round_trip_is_exact) {
   BOOST_TEST(c.step == 40);
   BOOST_TEST(c.params == s.params);
   BOOST_TEST(c.optimizer_state == s.optimizer_state);
+  BOOST_TEST(c.balance_weights == s.balance_weights);
+}
+
+// A checkpoint of format version 2 (before I-DAT's division was kept) still resumes: the same bytes
+// without the division's count, the version and checksums as version 2 wrote them.
+BOOST_AUTO_TEST_CASE(version_2_files_are_read) {
+  TempDir t;
+  const auto path = dp::checkpoint_path(t.path.string(), 40);
+  dp::Checkpoint old = sample();
+  old.balance_weights.clear();
+  dp::write_checkpoint(path, old);
+  std::vector<char> bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  bytes.resize(bytes.size() - 8);  // the division's count (0)
+  auto put32 = [&](size_t at, uint32_t v) { std::memcpy(bytes.data() + at, &v, 4); };
+  put32(8, 2);  // version
+  uint64_t payload = 0;
+  std::memcpy(&payload, bytes.data() + 72, 8);
+  payload -= 8;
+  std::memcpy(bytes.data() + 72, &payload, 8);
+  put32(80, uint32_t(crc32(0, reinterpret_cast<const Bytef*>(bytes.data() + 88), uInt(bytes.size() - 88))));
+  put32(84, uint32_t(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), 84)));
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(bytes.size()));
+  const auto c = dp::read_checkpoint(path);
+  BOOST_TEST(c.params == old.params);
+  BOOST_TEST(c.optimizer_state == old.optimizer_state);
+  BOOST_TEST(c.balance_weights.empty());
 }
 
 BOOST_AUTO_TEST_CASE(corrupted_payload_is_rejected) {
