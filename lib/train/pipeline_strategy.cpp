@@ -223,6 +223,9 @@ class PipelineStrategy final : public Strategy {
       speeds_ = cluster.speeds();
       const PipelineChoice choice = choose_pipeline_plan(in_.job, w, cluster);
       prediction_ = choice.result.prediction;
+      // What each rank's compute should cost at its described speed: a slow machine shows against it.
+      expected_ms_per_sample_ = pipeline_detail::expected_compute_ms_per_sample(
+          choice.result.plan, choice.result.prediction, w, pipeline_detail::described_speeds(in_.job));
       warnings_ = choice.warnings;
       how_ = fmt::format("{}, from {}", choice.how,
                          in_.job.parallel.pipeline.profile.empty()
@@ -314,7 +317,7 @@ class PipelineStrategy final : public Strategy {
     const std::vector<double> peaks = in_.comm.size() > 1 ? in_.comm.allgather_value(peak) : std::vector{peak};
     if (in_.comm.rank() == 0 && sink.pipeline && !step_ms.empty())
       sink.pipeline(phase_line(plan_, place_.micro_batches, prediction_ ? &*prediction_ : nullptr, step, step_ms,
-                               records, peaks));
+                               records, peaks, expected_ms_per_sample_));
   }
 
   StrategyInputs in_;
@@ -326,6 +329,7 @@ class PipelineStrategy final : public Strategy {
   std::optional<pipeline::Prediction> prediction_;  // rank 0
   std::vector<std::string> warnings_;               // rank 0
   std::vector<double> speeds_;                      // rank 0: the measured speeds the plan is for
+  std::vector<double> expected_ms_per_sample_;      // rank 0: per rank, at its described speed
   std::string how_;                                 // rank 0
   std::unique_ptr<Communicator> stage_comm_;
   std::unique_ptr<Stage> stage_;

@@ -130,7 +130,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     write_file_atomic(s.dir.job(), job_to_toml(job));
     metrics = std::make_unique<MetricsLog>(s.dir.metrics(), wall_start);
     metrics->write(StartLine{job.job.name, job.parallel.strategy, device.kind, world, s.total_steps,
-                             s.steps_per_epoch, step + 1, job.train.global_batch});
+                             s.steps_per_epoch, step + 1, job.train.global_batch, s.data.train.context > 0});
     progress = std::make_unique<Progress>(opts.log, job.log.progress, s.total_steps, job.log.every);
     progress->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each, device {}{}; {} steps of {} samples{}",
                                model.describe(), world, cpu::compute_threads(), device.describe(),
@@ -211,8 +211,8 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
       last_eval->train_seconds = train_seconds;
       metrics->write(*last_eval);
       progress->note(train_set.context > 0
-                         ? fmt::format("step {} epoch {}: validation loss {:.4f} nats per token", step, epoch,
-                                       last_eval->test_loss)
+                         ? fmt::format("step {} epoch {}: validation loss {:.4f} nats per token, perplexity {:.2f}",
+                                       step, epoch, last_eval->test_loss, std::exp(last_eval->test_loss))
                          : fmt::format("step {} epoch {}: test loss {:.4f}, test accuracy {:.4f}", step, epoch,
                                        last_eval->test_loss, last_eval->test_accuracy));
     }
@@ -272,8 +272,9 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
     sum.bigram_entropy = train_set.bigram_entropy;
     write_file_atomic(s.dir.summary(), summary_json(sum));
     progress->note(sum.language_model
-                       ? fmt::format("done: validation loss {:.4f} nats per token (bigram entropy {:.4f}), "
-                                     "{:.0f} tokens/s, {:.1f} s; wrote {}", sum.test_loss, sum.bigram_entropy,
+                       ? fmt::format("done: validation loss {:.4f} nats per token, perplexity {:.2f} (bigram "
+                                     "entropy {:.4f}), {:.0f} tokens/s, {:.1f} s; wrote {}", sum.test_loss,
+                                     std::exp(sum.test_loss), sum.bigram_entropy,
                                      sum.samples_per_sec * double(terms_per_sample), sum.wall_seconds,
                                      s.dir.summary())
                        : fmt::format("done: test accuracy {:.4f}, test loss {:.4f}, {:.0f} samples/s, {:.1f} s; "
