@@ -234,8 +234,8 @@ expect_error "an output directory under /proc" 2 "/proc/dptrain-test/run|cannot 
   "$DPTRAIN" run good.toml --out /proc/dptrain-test/run
 expect_error "an output directory under a file" 2 "good.toml/run|cannot create or write the output directory" -- \
   "$DPTRAIN" run good.toml --out good.toml/run
-expect_error "a rank count far beyond this machine's cores" 2 "[launch] ranks|500 ranks|per core|hosts or hostfile" -- \
-  "$DPTRAIN" run good.toml --set launch.ranks=500 --out many-ranks
+expect_error "a rank count far beyond this machine's cores" 2 "[launch] ranks|$(( $(nproc) * 8 + 1 )) ranks|per core|hosts or hostfile" -- \
+  "$DPTRAIN" run good.toml --set launch.ranks=$(( $(nproc) * 8 + 1 )) --out many-ranks
 # estimate: its device, its profile.
 expect_error "estimate on an unknown device" 2 "--device|unknown device 'h900'|known: h200" -- \
   "$DPTRAIN" estimate good.toml --device h900

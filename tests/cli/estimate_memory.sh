@@ -15,7 +15,9 @@ printf '%-34s %4s %12s %12s %7s %12s %12s %7s\n' job rank "est alloc" "run alloc
 check() {  # name config overrides...
   local name=$1 config=$2
   shift 2
-  local sets=(--set train.steps=6 --set log.progress=none --set checkpoint.enabled=false --set train.eval_every=3
+  # One compute thread per rank: per-thread BLAS buffers and oneDNN scratch are not in the estimate, and
+  # the default (cores / ranks) differs from machine to machine.
+  local sets=(--set train.steps=6 --set train.threads=1 --set log.progress=none --set checkpoint.enabled=false --set train.eval_every=3
               --set log.every=1)
   for s in "$@"; do sets+=(--set "$s"); done
   "$DPTRAIN" estimate "$ROOT/configs/$config.toml" "${sets[@]}" --no-timing --json >"$TMP/$name.json" 2>"$TMP/$name.err" ||

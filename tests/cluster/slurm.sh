@@ -76,8 +76,11 @@ else not_ok "launcher auto" "no srun line in $out: $(head -3 "$out")"; fi
 
 # --- 2. inside salloc -----------------------------------------------------------------------------------
 # With DPTRAIN_BLAS_KERNELS, every rank re-executes itself with other BLAS kernels (lib/machine/settle.cpp)
-# before MPI starts: under srun too.
-env -u OPENBLAS_CORETYPE DPTRAIN_BLAS_KERNELS=SkylakeX \
+# before MPI starts: under srun too. A set every x86-64 CPU runs, other than the one this machine runs
+# (dptrain --version): Nehalem (SSE4.2), or Prescott where the machine runs Nehalem.
+asked=Nehalem
+"$DPTRAIN" --version | grep -q "OpenBLAS [0-9.]* Nehalem kernels" && asked=Prescott
+env -u OPENBLAS_CORETYPE DPTRAIN_BLAS_KERNELS=$asked \
   salloc -n 2 "$DPTRAIN" run short.toml --out "$TMP/runs/alloc" > alloc.out 2>&1
 rc=$?
 if [[ $rc -eq 0 ]] && grep -q '"ranks": *2' runs/alloc/summary.json 2>/dev/null &&
@@ -87,8 +90,8 @@ else not_ok "salloc -n 2" "exit $rc: $(tail -3 alloc.out)"; fi
 kernels=$(/usr/bin/python3 -c 'import json, sys
 print(" ".join("%s:%s" % (m["ranks"], m["blas_kernels"]) for m in json.load(open(sys.argv[1]))["machines"]))' \
   runs/alloc/summary.json 2>&1)
-[[ $kernels == "[0, 1]:SkylakeX" ]] &&
-  ok "both srun ranks re-executed with the SkylakeX BLAS kernels asked for" ||
+[[ $kernels == "[0, 1]:$asked" ]] &&
+  ok "both srun ranks re-executed with the $asked BLAS kernels asked for" ||
   not_ok "BLAS settle under srun" "machines (ranks:kernels): $kernels"
 salloc -n 2 "$DPTRAIN" run two.toml --set launch.launcher=mpirun --out "$TMP/runs/mpirun" > mpirun.out 2>&1
 rc=$?
@@ -136,11 +139,15 @@ if [[ $(slurm_job_field "$id" JobState) == RUNNING ]] && compgen -G "runs/long/c
   "$DRIVER" slurm long.toml --ranks 2 --cpus 1 --time-s 3600 --dptrain "$DPTRAIN" \
     -- --out "$TMP/runs/long" --resume > resume.sbatch
   id=$(sbatch --parsable resume.sbatch)
-  for _ in $(seq 1 240); do  # until it has trained past the stop
+  for _ in $(seq 1 240); do  # until it has started (the launcher removes the stop's record)
     [[ -e runs/long/stopped.json ]] || break
     sleep 0.5
   done
-  sleep 2
+  for _ in $(seq 1 600); do  # and trained a step past the stop, however slow this machine is
+    grep '"kind":"train"' runs/long/metrics.jsonl 2>/dev/null | tail -1 |
+      grep -q "\"step\":$((step + 1))[0-9]*," && break
+    sleep 0.2
+  done
   scancel "$id"
   start=$(date +%s.%N)
   state=$(slurm_wait_job "$id" 120)

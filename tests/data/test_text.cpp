@@ -269,5 +269,5 @@ BOOST_AUTO_TEST_CASE(the_jargon_file) {
   BOOST_TEST(s.train.count == (int64_t(s.train.text.size()) - 1) / 128);
   BOOST_TEST(s.train.bigram_entropy > 1.5);
   BOOST_TEST(s.train.bigram_entropy < 3.5);
-  BOOST_TEST(seconds < 1.0);
+  // The load time is printed, not asserted: machines differ 3-4x in speed (tests/README.md).
 }
