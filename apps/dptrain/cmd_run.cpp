@@ -116,6 +116,7 @@ int report_end(const RunCommand& cmd, const Job& job, int status, std::filesyste
 int launch(const RunCommand& cmd, ProcessArgs process) {
   std::vector<std::string> extra;
   const Job job = job_as_launched(cmd.job_path, cmd.overrides, extra);
+  for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
   check_run_inputs(job, run_options(cmd));
   // mpirun gives ranks a pseudo-terminal, so only this process can tell whether output is a terminal.
   if (job.log.progress == "auto")
