@@ -250,7 +250,8 @@ Job load_job(const std::string& path, const std::vector<std::string>& overrides 
 Job parse_job(std::string_view text, const std::string& source_name,
               const std::vector<std::string>& overrides = {}, const std::string& cluster_file = {});
 
-// The resolved job (every key, defaults included) as JSON text and as TOML text.
+// The resolved job (every key, defaults included; a cluster file's keys in [cluster] and cluster.file "")
+// as JSON text and as TOML text.
 std::string job_to_json(const Job& job);
 std::string job_to_toml(const Job& job);
 

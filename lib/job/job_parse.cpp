@@ -309,7 +309,7 @@ Job parse_job(std::string_view text, const std::string& source_name,
   for (const auto& key : schema()) reader.check(key, job);
   for (const auto& key : schema()) reader.warn(key, job, job.warnings);
   job.launch.ranks_given = reader.given(*find_dotted("launch.ranks"));
-  job.cluster.file = cluster_path;  // absolute: the job's text (job_to_toml) reads back from any folder
+  job.cluster.file = cluster_path;  // absolute, for whoever reports which file it was
   // A relative hostfile is the job file's neighbour; ranks and emitted jobs get the absolute path.
   if (!job.launch.hostfile.empty() && std::filesystem::path(job.launch.hostfile).is_relative())
     job.launch.hostfile =

@@ -164,7 +164,12 @@ BOOST_AUTO_TEST_CASE(a_cluster_file_by_set_is_read_like_the_key_in_the_job) {
   const dp::Job j = dp::load_job(job, {"cluster.file=other.toml"});
   BOOST_TEST(j.cluster.speeds == (std::vector<double>{2, 2, 1, 1}), boost::test_tools::per_element());
   BOOST_TEST(j.cluster.ranks_per_node == 2);
-  BOOST_TEST(j.cluster.file == (f.dir / "here/other.toml").string());  // absolute, for the job's text
+  BOOST_TEST(j.cluster.file == (f.dir / "here/other.toml").string());  // absolute
+  // The job's text holds the file's keys and names no file: it reads back in any folder.
+  const dp::Job again = dp::parse_job(dp::job_to_toml(j), "/elsewhere/job.toml");
+  BOOST_TEST(again.cluster.file.empty());
+  BOOST_TEST(again.cluster.speeds == j.cluster.speeds, boost::test_tools::per_element());
+  BOOST_TEST(again.cluster.ranks_per_node == 2);
   BOOST_TEST(dp::load_job(job).cluster.file == (f.dir / "jobs/mine.toml").string());
   // The same for the ranks, which parse the job with the same arguments in the same folder.
   const dp::Job rank = dp::parse_job("[launch]\nranks = 4\n", job, {"cluster.file=other.toml"});
