@@ -82,6 +82,7 @@ estimate::Timing timing_of(const EstimateCommand& cmd, const Job& job, const est
 int cmd_estimate(const EstimateCommand& cmd) {
   const double baseline = resident_now();
   const Job job = load_job(cmd.job_path, cmd.overrides, cmd.cluster_file);
+  for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
   const auto device = device_of(cmd);
   if (cmd.fit && !device)
     throw UsageError("--fit", "needs a device kind", "add --device NAME (or --device-memory GB)");

@@ -32,6 +32,7 @@ void print_division(const char* title, const std::vector<int64_t>& shares, const
 
 int cmd_plan(const PlanCommand& cmd) {
   const Job job = load_job(cmd.job_path, cmd.overrides, cmd.cluster_file);
+  for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
   if (!cmd.profile.empty() || job.parallel.strategy == "pipeline") return plan_pipeline(cmd, job);
   if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0)
     throw UsageError(!cmd.stages.empty() ? "--stages" : cmd.micro_batches > 0 ? "--micro-batches" : "--profile-batch",

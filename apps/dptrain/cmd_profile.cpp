@@ -33,7 +33,11 @@ namespace {
 
 LaunchSection launch_of(const ProfileCommand& cmd) {
   LaunchSection launch;
-  if (!cmd.job_path.empty()) launch = load_job(cmd.job_path, cmd.overrides).launch;
+  if (!cmd.job_path.empty()) {
+    const Job job = load_job(cmd.job_path, cmd.overrides);
+    for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
+    launch = job.launch;
+  }
   if (cmd.ranks > 0) launch.ranks = cmd.ranks;
   launch.ranks_given = launch.ranks_given || cmd.ranks > 0;
   return launch;

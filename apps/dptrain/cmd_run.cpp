@@ -126,6 +126,7 @@ RunLock hold_for_launch(const RunDir& dir, const LaunchSection& launch) {
 int launch(const RunCommand& cmd, ProcessArgs process) {
   std::vector<std::string> extra;
   const Job job = job_as_launched(cmd.job_path, cmd.overrides, extra);
+  for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
   const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
   // A folder another run holds is refused before anything is checked or written; a new folder is made
   // (to hold it) only once the inputs are known to be good.

@@ -1,10 +1,12 @@
-// Device kinds by name (peak dense rates and memory from their vendors' data sheets), and the layer
-// profile a device's peak rates give the model's blocks: each block's forward and backward as a roofline
+// Device kinds by name, case-insensitive (peak dense rates and memory from their vendors' data sheets), and
+// the layer profile a device's peak rates give the model's blocks: each block's forward and backward as a roofline
 // (FLOPs at the peak rate, or the bytes it moves at the memory bandwidth, whichever takes longer), so
 // the times are a lower bound a real run does not reach.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 
 #include "lib/core/error.h"
 #include "lib/estimate/estimate.h"
@@ -22,10 +24,17 @@ std::vector<DeviceKind> known_devices() {
   };
 }
 
+// Device names are case-insensitive ("H200" is "h200"); the table's are lower case.
+static bool same_name(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
 DeviceKind device_kind(const std::string& name, const std::string& where) {
   std::string names;
   for (const DeviceKind& d : known_devices()) {
-    if (d.name == name) return d;
+    if (same_name(d.name, name)) return d;
     names += (names.empty() ? "" : ", ") + d.name;
   }
   throw UsageError(where, fmt::format("unknown device '{}'", name),

@@ -33,6 +33,7 @@ struct DeviceKind {
   double memory_gbps = 0;          // memory bandwidth, GB/s
 };
 std::vector<DeviceKind> known_devices();
+// The kind named `name`, in any case ("H200" is "h200"; the kind's name is the table's, lower case).
 // Throws UsageError (where: `where`) for an unknown name, listing the known ones.
 DeviceKind device_kind(const std::string& name, const std::string& where);
 

@@ -169,16 +169,17 @@ struct LinksSection {
 // relative speed and memory, given per rank or per device kind with counts, ranks grouped into nodes and
 // nodes into racks, and the links between them.
 struct ClusterSection {
-  std::string file;                 // a cluster file whose [cluster] keys apply unless set here
+  std::string file;                 // a cluster file whose [cluster] keys apply unless set here (in the job
+                                    //   file: relative to its folder; by --set: to the current directory)
   std::vector<double> speeds;       // relative speed per rank; empty: from the kinds, or all 1
-  std::vector<double> memory_gb;    // memory per rank; empty: from the kinds, or unknown (0)
+  std::vector<double> memory_gb;    // memory per rank (> 0); empty: from the kinds, or unknown (0)
   std::vector<std::string> kinds;   // device kinds, ranks taking them in order by kind_counts
   std::vector<int64_t> kind_counts;
   std::vector<double> kind_speeds;
   std::vector<double> kind_memory_gb;
-  int64_t ranks_per_node = 0;       // 0: every rank on one node (unless node_sizes)
+  int64_t ranks_per_node = 0;       // 0: every rank on one node (unless node_sizes); else divides the ranks
   std::vector<int64_t> node_sizes;  // ranks of each node in rank order (instead of ranks_per_node)
-  int64_t nodes_per_rack = 0;       // 0: every node in one rack
+  int64_t nodes_per_rack = 0;       // 0: every node in one rack; else at most the nodes
   double sample_rate = 0;           // training samples/s of a speed-1 rank on the job's model; 0: `plan`
                                     //   times the model on this machine
   LinksSection links;               // [cluster.links]
@@ -210,6 +211,16 @@ struct LogSection {
   int64_t trace_steps = 10;       // steps traced from trace_first
 };
 
+// Something a job says that is valid but most likely not meant (links inside a node slower than between
+// nodes): the command that loads the job shows it once, before it starts (the ranks do not repeat it).
+struct JobWarning {
+  std::string where;  // "FILE:LINE:COL" or "--set KEY=VALUE", as a JobError's
+  std::string what;
+  std::string hint;
+  // One line: "WHERE: warning: WHAT (hint: HINT)".
+  std::string line() const;
+};
+
 struct Job {
   JobSection job;
   ModelSection model;
@@ -222,21 +233,25 @@ struct Job {
   CheckpointSection checkpoint;
   LogSection log;
   std::string source;  // the job file's path, for messages
+  std::vector<JobWarning> warnings;  // in the order of the keys; not part of the job's text (job_to_toml)
 
   // [job] output_dir, or runs/<name> when unset.
   std::string output_dir() const { return job.output_dir.empty() ? "runs/" + job.name : job.output_dir; }
 };
 
-// Reads and validates a job file, then applies "--set dotted.key=value" overrides (validated the same way).
+// Reads and validates a job file, then applies "--set dotted.key=value" overrides (validated the same way;
+// --set cluster.file=FILE reads FILE, relative to the current directory, like the key in the file).
 // `cluster_file` (plan --cluster): a cluster file whose [cluster] replaces the job's (but for
-// [cluster.emulate]). Throws JobError whose where() is "FILE:LINE:COL" (or "--set KEY=VALUE").
+// [cluster.emulate]). Throws JobError whose where() is "FILE:LINE:COL" (or "--set KEY=VALUE"); what is
+// valid but doubtful is in Job::warnings.
 Job load_job(const std::string& path, const std::vector<std::string>& overrides = {},
              const std::string& cluster_file = {});
 // Same, from text in memory; `source_name` is used in messages.
 Job parse_job(std::string_view text, const std::string& source_name,
               const std::vector<std::string>& overrides = {}, const std::string& cluster_file = {});
 
-// The resolved job (every key, defaults included) as JSON text and as TOML text.
+// The resolved job (every key, defaults included; a cluster file's keys in [cluster] and cluster.file "")
+// as JSON text and as TOML text.
 std::string job_to_json(const Job& job);
 std::string job_to_toml(const Job& job);
 

@@ -1,5 +1,5 @@
-// The resolved job as text: every key of the schema with its value (defaults included), as TOML that
-// parse_job reads back to the same Job (a nested table under its own [parallel.comm] header), and as JSON
+// The resolved job as text: every key of the schema with its value (defaults included; a cluster file's
+// keys in [cluster], and cluster.file ""), as TOML that parse_job reads back to the same Job (a nested table under its own [parallel.comm] header), and as JSON
 // (nested tables as nested objects).
 #include <toml++/toml.h>
 
@@ -15,6 +15,8 @@ namespace {
 
 toml::table to_table(const Job& job) {
   Job copy = job;  // KeySpec::field wants a mutable Job
+  // The cluster file's keys are all here already: the text names none, so that it reads back anywhere.
+  copy.cluster.file.clear();
   toml::table root;
   for (const auto& key : job_detail::schema()) {
     toml::table* section = &job_detail::make_table(root, key.table);

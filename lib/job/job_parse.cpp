@@ -13,6 +13,7 @@
 #include "lib/job/job.h"
 #include "lib/job/job_internal.h"
 #include "lib/job/schema.h"
+#include "lib/job/suggest.h"
 
 namespace dp {
 namespace job_detail {
@@ -130,17 +131,28 @@ class Reader {
   }
 
   void check(const KeySpec& key, const Job& job) const {
-    auto p = check_key(key, job);
-    if (!p) return;
-    const std::string subject = p->index >= 0 ? fmt::format("{}[{}]", key.dotted(), p->index) : key.dotted();
-    // A cross-key problem with this key at its default: point at the other key, which was given.
-    const KeySpec* other = p->other.empty() ? nullptr : find_dotted(p->other);
-    if (!given(key) && other && given(*other))
-      throw JobError(where(*other, node(*other)), subject + ": " + p->what, p->hint);
-    throw JobError(where(key, node(key), p->index), subject + ": " + p->what, p->hint);
+    if (auto p = check_key(key, job)) throw JobError(problem_where(key, *p), subject(key, *p) + ": " + p->what, p->hint);
+  }
+
+  // The key's warning, if it has one, at the end of `warnings`.
+  void warn(const KeySpec& key, const Job& job, std::vector<JobWarning>& warnings) const {
+    if (!key.warn) return;
+    if (auto p = key.warn(job)) warnings.push_back({problem_where(key, *p), subject(key, *p) + ": " + p->what, p->hint});
   }
 
  private:
+  static std::string subject(const KeySpec& key, const Problem& p) {
+    return p.index >= 0 ? fmt::format("{}[{}]", key.dotted(), p.index) : key.dotted();
+  }
+
+  // Where a problem of `key` is reported: at the key (or its element); but a cross-key problem with this
+  // key at its default points at the other key, which was given.
+  std::string problem_where(const KeySpec& key, const Problem& p) const {
+    const KeySpec* other = p.other.empty() ? nullptr : find_dotted(p.other);
+    if (!given(key) && other && given(*other)) return where(*other, node(*other));
+    return where(key, node(key), p.index);
+  }
+
   const toml::table& doc_;
   const std::string& src_;
   const Origins& origins_;
@@ -199,18 +211,45 @@ void merge_missing(toml::table& into, const toml::table& from, const std::string
   }
 }
 
-// [cluster] file = "...": the file's [cluster] table supplies the keys the job leaves out. The path is
-// relative to the job file's folder.
-void merge_cluster_file(toml::table& doc, const std::string& source_name, Origins& origins) {
+// Anything at the top of a cluster file but its [cluster] table: a misspelt [cluster] gets a did-you-mean,
+// another table of the job file or a key outside any table says where it belongs.
+void check_cluster_file_top(const toml::table& other, const std::string& path) {
+  for (const auto& [key, node] : other) {
+    const std::string name(key.str());
+    if (name == "cluster") continue;
+    // A header ([clustr]) is reported where it starts, a key at the key.
+    const auto& region = node.is_table() && node.source().begin.line ? node.source() : key.source();
+    const std::string where = position(path, region);
+    if (!node.is_table()) {
+      const std::string hint = find_key("cluster", name)
+                                   ? fmt::format("'{}' is a key of [cluster]; put it under that header", name)
+                                   : "a cluster file holds only [cluster] tables";
+      throw JobError(where, fmt::format("unknown key '{}' outside any table", name), hint);
+    }
+    if (is_table(name))
+      throw JobError(where, fmt::format("a cluster file holds only [cluster] tables, found '{}'", name),
+                     "move the other tables into the job file");
+    throw JobError(where, fmt::format("unknown table '[{}]'", name),
+                   closest(name, {"cluster"}).empty() ? "a cluster file holds only [cluster] tables"
+                                                      : "did you mean '[cluster]'?");
+  }
+}
+
+// [cluster] file = "...": the file's [cluster] table supplies the keys the job leaves out. In the job file
+// the path is relative to its folder; from the command line (--set cluster.file, plan --cluster), to the
+// current directory, as any path on a command line. Returns the file's absolute path ("" when none).
+std::string merge_cluster_file(toml::table& doc, const std::string& source_name, Origins& origins) {
   const toml::table* cluster = table_at(doc, "cluster");
   const toml::node* file_node = cluster ? cluster->get("file") : nullptr;
-  if (!file_node) return;
-  const std::string where = position(source_name, file_node->source());
+  if (!file_node) return {};
+  const auto origin = origins.find("cluster.file");
+  const bool from_command_line = origin != origins.end();
+  const std::string where = from_command_line ? origin->second : position(source_name, file_node->source());
   const auto* file = file_node->as_string();
   if (!file) throw JobError(where, "cluster.file: expected a string, got " + type_phrase(*file_node));
-  if (file->get().empty()) return;  // "": none (what an emitted job says)
+  if (file->get().empty()) return {};  // "": none
   std::filesystem::path path(file->get());
-  if (path.is_relative()) path = std::filesystem::path(source_name).parent_path() / path;
+  if (path.is_relative() && !from_command_line) path = std::filesystem::path(source_name).parent_path() / path;
   const std::string text =
       read_text(path.string(), where, "cluster file", "cluster.file names a TOML file holding a [cluster] table");
   toml::table other;
@@ -219,17 +258,14 @@ void merge_cluster_file(toml::table& doc, const std::string& source_name, Origin
   } catch (const toml::parse_error& e) {
     throw JobError(position(path.string(), e.source()), std::string(e.description()), "the file is not valid TOML");
   }
-  for (const auto& [key, node] : other)
-    if (key.str() != "cluster")
-      throw JobError(position(path.string(), key.source()),
-                     fmt::format("a cluster file holds only [cluster] tables, found '{}'", key.str()),
-                     "move the other tables into the job file");
+  check_cluster_file_top(other, path.string());
   check_structure(other, path.string());
   if (const toml::table* t = table_at(other, "cluster"); t && t->contains("file"))
     throw JobError(position(path.string(), t->get("file")->source()),
                    "a cluster file cannot name another cluster file", "remove cluster.file from it");
   if (const toml::table* t = table_at(other, "cluster"))
     merge_missing(make_table(doc, "cluster"), *t, "cluster", path.string(), origins);
+  return std::filesystem::absolute(path).lexically_normal().string();
 }
 
 }  // namespace
@@ -246,6 +282,7 @@ Job parse_job(std::string_view text, const std::string& source_name,
                    "the file is not valid TOML");
   }
   check_structure(doc, source_name);
+  Origins origins;
   if (!cluster_file.empty()) {
     // Another cluster: the job's machine description gives way to the file's (its emulation stays).
     toml::table& cluster = make_table(doc, "cluster");
@@ -253,18 +290,26 @@ Job parse_job(std::string_view text, const std::string& source_name,
     for (const auto& [key, node] : cluster)
       if (key.str() != "emulate") keys.emplace_back(key.str());
     for (const auto& key : keys) cluster.erase(key);
-    cluster.insert_or_assign("file", std::filesystem::absolute(cluster_file).string());
+    cluster.insert_or_assign("file", cluster_file);
+    origins["cluster.file"] = "--cluster " + cluster_file;
   }
-  Origins origins;
-  merge_cluster_file(doc, source_name, origins);
+  // Overrides first, so that --set cluster.file names the file merged (and the keys they set stay theirs).
   apply_overrides(doc, overrides, origins);
+  if (auto origin = origins.find("cluster.file");
+      !cluster_file.empty() && origin != origins.end() && origin->second != "--cluster " + cluster_file)
+    throw JobError(origin->second, "names a cluster file besides --cluster " + cluster_file,
+                   "give the cluster file once: --cluster FILE or --set cluster.file=FILE");
+  const std::string cluster_path = merge_cluster_file(doc, source_name, origins);
 
   Job job;
   job.source = source_name;
   const Reader reader(doc, source_name, origins);
   for (const auto& key : schema()) reader.read(key, job);
+  job.train.device = lowercase(job.train.device);  // device names are case-insensitive: "CUDA" is "cuda"
   for (const auto& key : schema()) reader.check(key, job);
+  for (const auto& key : schema()) reader.warn(key, job, job.warnings);
   job.launch.ranks_given = reader.given(*find_dotted("launch.ranks"));
+  job.cluster.file = cluster_path;  // absolute, for whoever reports which file it was
   // A relative hostfile is the job file's neighbour; ranks and emitted jobs get the absolute path.
   if (!job.launch.hostfile.empty() && std::filesystem::path(job.launch.hostfile).is_relative())
     job.launch.hostfile =
@@ -272,6 +317,13 @@ Job parse_job(std::string_view text, const std::string& source_name,
             .lexically_normal()
             .string();
   return job;
+}
+
+std::string JobWarning::line() const {
+  std::string s = where.empty() ? std::string("warning: ") : where + ": warning: ";
+  s += what;
+  if (!hint.empty()) s += " (hint: " + hint + ")";
+  return s;
 }
 
 Job load_job(const std::string& path, const std::vector<std::string>& overrides, const std::string& cluster_file) {

@@ -37,6 +37,8 @@ struct KeySpec {
   FieldRef (*field)(Job&);
   std::optional<Problem> (*check)(const Job&);  // nullptr: any value of the right type
   std::vector<std::string> choices;             // enumerations: the valid values; else empty
+  // A value that is valid but doubtful (Job::warnings): the Problem is reported like check's, as a warning.
+  std::optional<Problem> (*warn)(const Job&) = nullptr;
 
   std::string dotted() const { return table + "." + name; }
 };

@@ -1,13 +1,16 @@
 // The checks of [cluster] (the cluster description) and [parallel.cgp] (cooperative grouping) that
 // involve other keys: per-rank arrays and matrices sized by launch.ranks, per-kind arrays one entry per
-// kind, node sizes adding up to the ranks, a fixed grouping naming every group from 0 up. Each error names
-// the key and says how to fix it; the single-key rules are rows of schema.cpp.
+// kind, nodes that hold the ranks (node sizes adding up to them, ranks_per_node dividing them, no more
+// nodes to a rack than there are nodes), a fixed grouping naming every group from 0 up; and the warnings
+// of link levels out of order. Each names the key and says how to fix it; the single-key rules are rows
+// of schema.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
 
 #include "lib/job/schema_rules.h"
+#include "lib/job/suggest.h"
 
 namespace dp::job_detail {
 
@@ -72,9 +75,16 @@ Check check_cluster_speeds(const Job& j) {
   return per_rank(v.size(), j, "cluster.speeds", "speed");
 }
 
+// A device's memory, when given: unknown memory is said by leaving the key out, never by 0.
+static Check memory_size(double gb) {
+  if (auto p = positive(gb))
+    return Problem{p->what, -1, "a device's memory in GB, e.g. 80; leave the key out when it is unknown"};
+  return std::nullopt;
+}
+
 Check check_cluster_memory(const Job& j) {
   const auto& v = j.cluster.memory_gb;
-  if (auto p = each(v, non_negative)) return p;
+  if (auto p = each(v, memory_size)) return p;
   return per_rank(v.size(), j, "cluster.memory_gb", "memory size");
 }
 
@@ -82,8 +92,11 @@ Check check_kinds(const Job& j) {
   const auto& k = j.cluster.kinds;
   for (std::size_t i = 0; i < k.size(); ++i) {
     if (k[i].empty()) return Problem{"must not be empty", int(i), "name each device kind, e.g. \"a100\""};
-    if (std::find(k.begin(), k.begin() + long(i), k[i]) != k.begin() + long(i))
-      return Problem{fmt::format("names '{}' twice", k[i]), int(i)};
+    for (std::size_t before = 0; before < i; ++before)  // device names are case-insensitive: A100 is a100
+      if (lowercase(k[before]) == lowercase(k[i]))
+        return Problem{k[before] == k[i] ? fmt::format("names '{}' twice", k[i])
+                                         : fmt::format("names '{}' twice (as '{}')", k[i], k[before]),
+                       int(i), "device kinds are case-insensitive; give each kind once"};
   }
   if (!k.empty() && j.cluster.kind_counts.empty())
     return Problem{"needs cluster.kind_counts", -1, "give how many ranks are of each kind: kind_counts = [4, 2]"};
@@ -110,7 +123,7 @@ Check check_kind_speeds(const Job& j) {
 
 Check check_kind_memory(const Job& j) {
   const auto& v = j.cluster.kind_memory_gb;
-  if (auto p = each(v, non_negative)) return p;
+  if (auto p = each(v, memory_size)) return p;
   return per_kind(v.size(), j, "cluster.kind_memory_gb");
 }
 
@@ -123,6 +136,74 @@ Check check_node_sizes(const Job& j) {
   if (n.empty() || j.launch.ranks < 1 || total == j.launch.ranks) return std::nullopt;
   return Problem{fmt::format("adds up to {} ranks, but launch.ranks is {}", total, j.launch.ranks), -1,
                  "the nodes' sizes must add up to launch.ranks", "launch.ranks"};
+}
+
+// Ranks fill whole nodes: node_sizes says nodes of different sizes.
+Check check_ranks_per_node(const Job& j) {
+  const int64_t per = j.cluster.ranks_per_node, ranks = j.launch.ranks;
+  if (auto p = at_least(per, 0)) return p;
+  // With node_sizes too, node_sizes' check says that only one of them may be given.
+  if (per == 0 || ranks < 1 || ranks % per == 0 || !j.cluster.node_sizes.empty()) return std::nullopt;
+  if (per > ranks)
+    return Problem{fmt::format("is {}, more than launch.ranks ({})", per, ranks), -1,
+                   fmt::format("the ranks fill whole nodes: at most {} to a node, or leave ranks_per_node at 0 "
+                               "(every rank on one node)", ranks),
+                   "launch.ranks"};
+  return Problem{fmt::format("is {}, which does not divide launch.ranks ({}): the last node would hold {}", per,
+                             ranks, ranks % per),
+                 -1,
+                 "the ranks fill whole nodes: give a divisor of launch.ranks, or each node's ranks with node_sizes "
+                 "(instead of ranks_per_node)",
+                 "launch.ranks"};
+}
+
+// The nodes the ranks are on (node_sizes, or ranks_per_node to a node, or one).
+static int64_t node_count(const Job& j) {
+  if (!j.cluster.node_sizes.empty()) return int64_t(j.cluster.node_sizes.size());
+  const int64_t per = j.cluster.ranks_per_node;
+  return per > 0 ? (j.launch.ranks + per - 1) / per : 1;
+}
+
+// A rack may hold fewer nodes than the others (the last one), but not more nodes than there are.
+Check check_nodes_per_rack(const Job& j) {
+  const int64_t per = j.cluster.nodes_per_rack;
+  if (auto p = at_least(per, 0)) return p;
+  if (per == 0 || j.launch.ranks < 1 || j.launch.ranks > kMaxRanks) return std::nullopt;
+  const int64_t nodes = node_count(j);
+  if (per <= nodes) return std::nullopt;
+  const std::string other = !j.cluster.node_sizes.empty()  ? "cluster.node_sizes"
+                            : j.cluster.ranks_per_node > 0 ? "cluster.ranks_per_node"
+                                                           : "launch.ranks";
+  return Problem{fmt::format("is {}, more than the {} node(s) the ranks are on", per, nodes), -1,
+                 fmt::format("at most {} (one rack), or 0; the nodes come from ranks_per_node or node_sizes", nodes),
+                 other};
+}
+
+// A warning when `fast` (the level closer to the ranks) is slower than `slow`, the level out from it, where
+// the cluster has links of level `slow` (`used`) and no matrix replaces the levels.
+static Check levels_in_order(const Job& j, bool used, double fast, const char* fast_key, double slow,
+                             const char* slow_key) {
+  if (!used || !j.cluster.links.gbps.empty() || !(fast < slow)) return std::nullopt;
+  return Problem{fmt::format("is {} Gbit/s, slower than cluster.links.{} ({} Gbit/s)", number_text(fast), slow_key,
+                             number_text(slow)),
+                 -1,
+                 fmt::format("links nearer the ranks are usually the faster ones: check {} and {} (Gbit/s each way)",
+                             fast_key, slow_key),
+                 std::string("cluster.links.") + slow_key};
+}
+
+// Links between nodes of a rack exist with two nodes or more, links across racks with two racks or more.
+Check warn_node_below_rack(const Job& j) {
+  const LinksSection& l = j.cluster.links;
+  const bool nodes = j.launch.ranks <= kMaxRanks && node_count(j) > 1;
+  return levels_in_order(j, nodes, l.node_gbps, "node_gbps", l.rack_gbps, "rack_gbps");
+}
+
+Check warn_rack_below_cross(const Job& j) {
+  const LinksSection& l = j.cluster.links;
+  const int64_t per_rack = j.cluster.nodes_per_rack;
+  const bool racks = j.launch.ranks <= kMaxRanks && per_rack > 0 && node_count(j) > per_rack;
+  return levels_in_order(j, racks, l.rack_gbps, "rack_gbps", l.cross_gbps, "cross_gbps");
 }
 
 // ranks x ranks entries, row-major; the diagonal (a rank to itself) is ignored.

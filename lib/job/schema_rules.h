@@ -89,8 +89,14 @@ Check check_kind_counts(const Job& j);
 Check check_kind_speeds(const Job& j);
 Check check_kind_memory(const Job& j);
 Check check_node_sizes(const Job& j);
+Check check_ranks_per_node(const Job& j);
+Check check_nodes_per_rack(const Job& j);
 Check check_link_matrix(const Job& j);
 Check check_latency_matrix(const Job& j);
+// Warnings (KeySpec::warn): link levels out of order (a node's links slower than those between nodes of a
+// rack, these slower than those across racks) where the cluster has both levels and no matrix replaces them.
+Check warn_node_below_rack(const Job& j);
+Check warn_rack_below_cross(const Job& j);
 
 // [parallel.balance] and [cluster.emulate] (schema_balance.cpp): the checks that involve other keys.
 Check check_balance_speeds(const Job& j);

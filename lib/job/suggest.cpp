@@ -36,6 +36,12 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
   return best;
 }
 
+std::string lowercase(std::string_view s) {
+  std::string l(s);
+  for (char& c : l) c = lower(c);
+  return l;
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string s;
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -125,6 +125,56 @@ expect_error() {
   fi
 }
 
+# expect_ok NAME OUT_FRAGMENTS WARNING_FRAGMENTS -- COMMAND...
+#   Input that is accepted, perhaps with a warning: exit status 0, stdout holding every OUT_FRAGMENT
+#   ('|'-separated; none when empty), no stderr line containing "error", and exactly one stderr line
+#   containing "warning" holding every WARNING_FRAGMENT (none at all when WARNING_FRAGMENTS is empty); no
+#   crash text, and the work directory unchanged.
+expect_ok() {
+  local name=$1 out_fragments=$2 warning_fragments=$3
+  shift 4
+  local before after rc why=() frags frag
+  before=$(snapshot "$W")
+  "$@" >"$O/stdout" 2>"$O/stderr" </dev/null
+  rc=$?
+  after=$(snapshot "$W")
+  ((rc == 0)) || why+=("exit status $rc, expected 0")
+  ! grep -qi 'error' "$O/stderr" || why+=("an error line: $(grep -i -m1 'error' "$O/stderr")")
+  if [[ -n $out_fragments ]]; then
+    IFS='|' read -r -a frags <<<"$out_fragments"
+    for frag in "${frags[@]}"; do
+      grep -qF -- "$frag" "$O/stdout" || why+=("stdout lacks '$frag'")
+    done
+  fi
+  local nwarn line
+  nwarn=$(grep -ci 'warning' "$O/stderr")
+  if [[ -z $warning_fragments ]]; then
+    ((nwarn == 0)) || why+=("$nwarn stderr lines contain 'warning', expected none")
+  else
+    ((nwarn == 1)) || why+=("$nwarn stderr lines contain 'warning', expected exactly 1")
+    line=$(grep -i -m1 'warning' "$O/stderr")
+    IFS='|' read -r -a frags <<<"$warning_fragments"
+    for frag in "${frags[@]}"; do
+      [[ $line == *"$frag"* ]] || why+=("warning line lacks '$frag'")
+    done
+  fi
+  if grep -Eq "$CRASH_RE" "$O/stdout" "$O/stderr"; then
+    why+=("crash text: $(grep -Eh -m1 "$CRASH_RE" "$O/stdout" "$O/stderr" | head -1)")
+  fi
+  if [[ $before != "$after" ]]; then
+    why+=("work directory changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | head -3 | tr '\n' ' ')")
+  fi
+  if ((${#why[@]} == 0)); then
+    ok "$name"
+  else
+    local joined
+    joined=$(printf '%s; ' "${why[@]}")
+    not_ok "$name" "${joined%; }"
+    echo "#   command: $*"
+    sed 's/^/#   stderr: /' "$O/stderr" | head -8
+  fi
+}
+
 # --- Earlier runs the bad commands must not touch ----------------------------------------------------------
 base_job >good.toml
 # A complete run with checkpoints at steps 4 and 8.
@@ -247,6 +297,7 @@ if ! "$DPTRAIN" --version | grep -q 'device(s)'; then  # no GPU here to time a G
   expect_error "estimate of a GPU job with nothing to time it on" 2 "--profile|has none to time|--device NAME" -- \
     "$DPTRAIN" estimate good.toml --set train.device=cuda
 fi
+expect_ok "estimate on a device named in capitals" "step:" "" -- "$DPTRAIN" estimate good.toml --device H200
 expect_error "estimate --emit of an unknown scheduler" 2 "--emit|pbs" -- \
   "$DPTRAIN" estimate good.toml --emit pbs
 expect_error "a memory limit nothing fits" 2 "[cluster] memory_gb|nothing fits|add devices or memory" -- \
@@ -348,6 +399,31 @@ expect_error "a cluster file that is /dev/zero" 2 "cluster_zero.toml:2|/dev/zero
 expect_error "mlp on text" 2 "text" -- "$DPTRAIN" run empty_corpus.toml --out zoo --set model.type=mlp --set data.path=corpus.txt
 expect_error "unknown model option" 2 "model.layer|did you mean 'model.layers'" -- \
   "$DPTRAIN" run good.toml --out zoo --set model.layer=2
+
+# --- Cluster files: --set cluster.file is read and checked like the key in the job file (relative to the
+# current directory); sizes that disagree with the ranks, memory of 0, a misspelt table; link levels out of
+# order are a warning, shown once by the launcher (not by every rank).
+printf '[cluster]\nspeeds = [1, 3]\nmemory_gb = [16, 32]\nranks_per_node = 1\n' >other_cluster.toml
+printf '[cluster]\nranks_per_node = 5\n' >five_per_node.toml
+printf '[cluster]\nmemory_gb = [0, 16]\n' >no_memory.toml
+printf '# the lab\n[clustr]\nspeeds = [1, 2]\n' >clustr.toml
+printf '[cluster]\nranks_per_node = 1\n[cluster.links]\nnode_gbps = 5\nrack_gbps = 10\n' >slow_node.toml
+expect_error "--set cluster.file of a missing file" 2 "--set cluster.file=missing.toml|cannot read the cluster file missing.toml" -- \
+  "$DPTRAIN" run good.toml --set cluster.file=missing.toml --out cluster-new
+expect_ok "--set cluster.file is the cluster estimated on" '"ranks_per_node": 1|"memory_limit_bytes": 16000000000' "" -- \
+  "$DPTRAIN" estimate good.toml --set cluster.file=other_cluster.toml --json
+expect_error "ranks_per_node disagreeing with the ranks" 2 "five_per_node.toml:2:18|cluster.ranks_per_node|more than launch.ranks (2)" -- \
+  "$DPTRAIN" run good.toml --set cluster.file=five_per_node.toml --out cluster-new
+expect_error "memory_gb of 0 in a cluster file" 2 "no_memory.toml:2:13|cluster.memory_gb[0]|greater than 0|leave the key out" -- \
+  "$DPTRAIN" plan good.toml --set cluster.file=no_memory.toml
+expect_error "a misspelt table in a cluster file" 2 "clustr.toml:2:1|unknown table '[clustr]'|did you mean '[cluster]'?" -- \
+  "$DPTRAIN" estimate good.toml --cluster clustr.toml
+expect_ok "links inside a node slower than between nodes" "" \
+  "slow_node.toml:4:13: warning: cluster.links.node_gbps|slower than cluster.links.rack_gbps (10 Gbit/s)" -- \
+  "$DPTRAIN" run good.toml --set cluster.file=slow_node.toml --out "$TMP/slow-node"
+grep -qxF "node_gbps = 5.0" "$TMP/slow-node/job.toml" 2>/dev/null &&
+  ok "the ranks read the --set cluster file" ||
+  not_ok "the ranks read the --set cluster file" "$TMP/slow-node/job.toml (rank 0's job) lacks node_gbps = 5.0"
 
 # --- Command line ------------------------------------------------------------------------------------------------
 expect_error "unknown subcommand" 2 "frobnicate" -- "$DPTRAIN" frobnicate good.toml

@@ -179,7 +179,7 @@ bad "a stage past the last block" "runs past the last block, 21" --profile "$PRO
 bad "more stages than devices" "more devices than the cluster's 4" --profile "$PROFILE" --stages "0-1,2-3,4-5,6-7,8-21"
 bad "a rank in two stages" "rank 1 is in two stages" --profile "$PROFILE" --stages "0-10@0+1,11-21@1"
 bad "nothing fits" "no partition of the 22 blocks over the 1 device fits" --profile "$PROFILE" \
-  --set launch.ranks=1 --set 'cluster.speeds=[1]' --set 'cluster.memory_gb=[0.7]'
+  --set launch.ranks=1 --set cluster.ranks_per_node=1 --set 'cluster.speeds=[1]' --set 'cluster.memory_gb=[0.7]'
 bad "a block fitting no device" "alone needs" --profile "$PROFILE" --set 'cluster.memory_gb=[0.4,0.4,0.4,0.4]'
 sed 's/backward_compute_time=7.197/backward_compute_time=-7.197/' "$PROFILE" >negative.txt
 grep -q -- '-7.197' negative.txt || fail "the test's profile edit did not apply"

@@ -1,7 +1,9 @@
 // Tests of [cluster] (the cluster description), [cluster.links] and [parallel.cgp]: reading the keys, a
-// cluster file whose keys apply unless the job sets them (errors pointing into that file), the cross-key
-// checks (per-rank and per-kind sizes, node sizes adding up, link matrices, fixed groupings), and the
-// Cluster built from them (lib/cluster: levels, matrix, kinds, drawn clusters).
+// cluster file whose keys apply unless the job sets them (errors pointing into that file; its top level;
+// --set cluster.file and --cluster), the cross-key checks (per-rank and per-kind sizes, node sizes adding
+// up, ranks_per_node dividing the ranks, nodes_per_rack, memory sizes, link matrices, fixed groupings),
+// the warnings of link levels out of order, device names in any case, and the Cluster built from them
+// (lib/cluster: levels, matrix, kinds, drawn clusters).
 #define BOOST_TEST_MODULE job_cluster
 #include <boost/test/unit_test.hpp>
 
@@ -26,10 +28,32 @@ struct Files {
   Files() { fs::create_directories(dir); }
   ~Files() { fs::remove_all(dir); }
   std::string write(const std::string& name, const std::string& text) const {
+    fs::create_directories((dir / name).parent_path());
     std::ofstream(dir / name) << text;
     return (dir / name).string();
   }
 };
+
+// The current directory changed for one scope (a --set path is relative to it).
+struct InFolder {
+  fs::path before = fs::current_path();
+  explicit InFolder(const fs::path& dir) { fs::current_path(dir); }
+  ~InFolder() { fs::current_path(before); }
+};
+
+// The JobError that loading `job` (with `overrides`, `cluster_file`) throws; fails the test when none is.
+dp::JobError load_error(const std::string& job, const std::vector<std::string>& overrides,
+                        const std::string& cluster_file = {}) {
+  try {
+    dp::load_job(job, overrides, cluster_file);
+  } catch (const dp::JobError& e) {
+    return e;
+  }
+  BOOST_FAIL("no JobError for " + job);
+  throw;  // unreachable
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -128,6 +152,148 @@ BOOST_AUTO_TEST_CASE(a_cluster_file_supplies_what_the_job_leaves_out) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_cluster_file_by_set_is_read_like_the_key_in_the_job) {
+  Files f;
+  f.write("jobs/mine.toml", "[cluster]\nspeeds = [1, 1, 1, 1]\n");
+  f.write("jobs/other.toml", "[cluster]\nspeeds = [9, 9, 9, 9]\n");  // the job's neighbour: not this one
+  f.write("here/other.toml", "[cluster]\nspeeds = [2, 2, 1, 1]\nranks_per_node = 2\n");
+  const std::string job = f.write("jobs/job.toml", "[launch]\nranks = 4\n[cluster]\nfile = \"mine.toml\"\n");
+  BOOST_TEST(dp::load_job(job).cluster.speeds == (std::vector<double>{1, 1, 1, 1}), boost::test_tools::per_element());
+  const InFolder here(f.dir / "here");
+  // Relative to the current directory, as a path on the command line; it replaces the job's file.
+  const dp::Job j = dp::load_job(job, {"cluster.file=other.toml"});
+  BOOST_TEST(j.cluster.speeds == (std::vector<double>{2, 2, 1, 1}), boost::test_tools::per_element());
+  BOOST_TEST(j.cluster.ranks_per_node == 2);
+  BOOST_TEST(j.cluster.file == (f.dir / "here/other.toml").string());  // absolute
+  // The job's text holds the file's keys and names no file: it reads back in any folder.
+  const dp::Job again = dp::parse_job(dp::job_to_toml(j), "/elsewhere/job.toml");
+  BOOST_TEST(again.cluster.file.empty());
+  BOOST_TEST(again.cluster.speeds == j.cluster.speeds, boost::test_tools::per_element());
+  BOOST_TEST(again.cluster.ranks_per_node == 2);
+  BOOST_TEST(dp::load_job(job).cluster.file == (f.dir / "jobs/mine.toml").string());
+  // The same for the ranks, which parse the job with the same arguments in the same folder.
+  const dp::Job rank = dp::parse_job("[launch]\nranks = 4\n", job, {"cluster.file=other.toml"});
+  BOOST_TEST(rank.cluster.speeds == j.cluster.speeds, boost::test_tools::per_element());
+  // As in the job file, keys the job (or --set) gives stay its own.
+  const std::string inline_speeds =
+      f.write("jobs/inline.toml", "[launch]\nranks = 4\n[cluster]\nspeeds = [3, 3, 3, 3]\n");
+  BOOST_TEST(dp::load_job(inline_speeds, {"cluster.file=other.toml"}).cluster.speeds ==
+                 (std::vector<double>{3, 3, 3, 3}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dp::load_job(job, {"cluster.file=other.toml", "cluster.ranks_per_node=4"}).cluster.ranks_per_node == 4);
+  // "": no cluster file.
+  const dp::Job none = dp::load_job(job, {"cluster.file=\"\""});
+  BOOST_TEST(none.cluster.speeds.empty());
+  BOOST_TEST(none.cluster.file.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_cluster_file_by_set_is_checked_like_the_key_in_the_job) {
+  Files f;
+  const std::string job = f.write("job.toml", "[launch]\nranks = 4\n");
+  const InFolder here(f.dir);
+  dp::JobError e = load_error(job, {"cluster.file=nope.toml"});
+  BOOST_TEST(e.where() == "--set cluster.file=nope.toml");
+  BOOST_TEST(has(e.line(), "cannot read the cluster file nope.toml"));
+  BOOST_TEST(e.exit_code() == 2);
+  // Its errors point into it.
+  f.write("bad.toml", "[cluster]\n\nspeeds = [1, 0, 1, 1]\n");
+  e = load_error(job, {"cluster.file=bad.toml"});
+  BOOST_TEST(e.where() == "bad.toml:3:10");
+  BOOST_TEST(has(e.line(), "cluster.speeds[1]: must be greater than 0"));
+  f.write("train.toml", "[train]\nsteps = 3\n");
+  BOOST_TEST(has(load_error(job, {"cluster.file=train.toml"}).line(), "holds only [cluster] tables"));
+  // plan --cluster and --set cluster.file: one of them.
+  f.write("six.toml", "[cluster]\nspeeds = [1, 1, 1, 1]\n");
+  e = load_error(job, {"cluster.file=six.toml"}, "six.toml");
+  BOOST_TEST(e.where() == "--set cluster.file=six.toml");
+  BOOST_TEST(has(e.line(), "besides --cluster six.toml"));
+  e = load_error(job, {}, "nope.toml");
+  BOOST_TEST(e.where() == "--cluster nope.toml");
+  BOOST_TEST(dp::load_job(job, {}, "six.toml").cluster.speeds.size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(the_top_of_a_cluster_file) {
+  Files f;
+  const std::string job = f.write("job.toml", "[launch]\nranks = 4\n[cluster]\nfile = \"c.toml\"\n");
+  const std::string c = (f.dir / "c.toml").string();
+  f.write("c.toml", "# a misspelt table\n[clustr]\nspeeds = [1, 1, 1, 1]\n");
+  dp::JobError e = load_error(job, {});
+  BOOST_TEST(e.where() == c + ":2:1");
+  BOOST_TEST(has(e.line(), "unknown table '[clustr]'"));
+  BOOST_TEST(has(e.line(), "did you mean '[cluster]'?"));
+  BOOST_TEST(e.exit_code() == 2);
+  f.write("c.toml", "[cluster]\nranks_per_node = 2\n[clustr.links]\nnode_gbps = 10\n");
+  e = load_error(job, {});
+  BOOST_TEST(e.where() == c + ":3:1");
+  BOOST_TEST(has(e.line(), "did you mean '[cluster]'?"));
+  f.write("c.toml", "[network]\nspeed = 1\n");
+  BOOST_TEST(has(load_error(job, {}).line(), "unknown table '[network]' (hint: a cluster file holds only [cluster]"));
+  f.write("c.toml", "speeds = [1, 1, 1, 1]\n");
+  e = load_error(job, {});
+  BOOST_TEST(e.where() == c + ":1:1");
+  BOOST_TEST(has(e.line(), "unknown key 'speeds' outside any table"));
+  BOOST_TEST(has(e.line(), "'speeds' is a key of [cluster]; put it under that header"));
+  f.write("c.toml", "[cluster.lnks]\nnode_gbps = 10\n");
+  BOOST_TEST(has(load_error(job, {}).line(), "did you mean '[cluster.links]'?"));
+}
+
+BOOST_AUTO_TEST_CASE(device_names_in_any_case) {
+  BOOST_TEST(dp::parse_job("[train]\ndevice = \"CPU\"\n", "t.toml").train.device == "cpu");
+  BOOST_TEST(dp::parse_job("", "t.toml", {"train.device=Auto"}).train.device == "auto");
+  expect_error("[launch]\nranks = 2\n[cluster]\nkinds = [\"a100\", \"A100\"]\nkind_counts = [1, 1]\n"
+               "kind_speeds = [1, 1]\n",
+               {}, "x.toml:4:18", {"cluster.kinds[1]: names 'A100' twice (as 'a100')", "case-insensitive"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(warnings)
+
+BOOST_AUTO_TEST_CASE(links_inside_a_node_slower_than_between_nodes) {
+  const std::string two_nodes = "[launch]\nranks = 4\n[cluster]\nranks_per_node = 2\n[cluster.links]\n";
+  const dp::Job j = dp::parse_job(two_nodes + "node_gbps = 5\n", "x.toml");
+  BOOST_TEST_REQUIRE(j.warnings.size() == 1u);
+  BOOST_TEST(j.warnings[0].where == "x.toml:6:13");
+  BOOST_TEST(j.warnings[0].line() ==
+             "x.toml:6:13: warning: cluster.links.node_gbps: is 5 Gbit/s, slower than cluster.links.rack_gbps "
+             "(10 Gbit/s) (hint: links nearer the ranks are usually the faster ones: check node_gbps and rack_gbps "
+             "(Gbit/s each way))");
+  // Only rack_gbps given (node_gbps at its default, 100): the warning points at it.
+  const dp::Job r = dp::parse_job(two_nodes + "rack_gbps = 200\ncross_gbps = 1\n", "x.toml");
+  BOOST_TEST_REQUIRE(r.warnings.size() == 1u);
+  BOOST_TEST(r.warnings[0].where == "x.toml:6:13");
+  BOOST_TEST(has(r.warnings[0].what, "cluster.links.node_gbps: is 100 Gbit/s, slower than cluster.links.rack_gbps"));
+  // Across racks faster than inside a rack; by --set.
+  const std::string two_racks = "[launch]\nranks = 4\n[cluster]\nranks_per_node = 1\nnodes_per_rack = 2\n";
+  const dp::Job c = dp::parse_job(two_racks, "x.toml", {"cluster.links.cross_gbps=40"});
+  BOOST_TEST_REQUIRE(c.warnings.size() == 1u);
+  BOOST_TEST(c.warnings[0].where == "--set cluster.links.cross_gbps=40");
+  BOOST_TEST(has(c.warnings[0].what, "cluster.links.rack_gbps: is 10 Gbit/s, slower than cluster.links.cross_gbps"));
+  // Both, in the order of the keys.
+  BOOST_TEST(dp::parse_job(two_racks + "[cluster.links]\nnode_gbps = 1\nrack_gbps = 2\ncross_gbps = 3\n", "x.toml")
+                 .warnings.size() == 2u);
+  // None by default, none in order, none with a matrix (which replaces the levels), none for a level the
+  // cluster has no links of (one node: no links between nodes; one rack: none across racks).
+  BOOST_TEST(dp::parse_job("", "x.toml").warnings.empty());
+  BOOST_TEST(dp::parse_job(two_nodes + "node_gbps = 50\nrack_gbps = 50\n", "x.toml").warnings.empty());
+  BOOST_TEST(dp::parse_job(two_nodes + "node_gbps = 1\ngbps = [0, 5, 5, 5, 5, 0, 5, 5, 5, 5, 0, 5, 5, 5, 5, 0]\n",
+                           "x.toml")
+                 .warnings.empty());
+  BOOST_TEST(dp::parse_job("[launch]\nranks = 4\n[cluster.links]\nnode_gbps = 5\n", "x.toml").warnings.empty());
+  BOOST_TEST(dp::parse_job(two_nodes + "rack_gbps = 1\n", "x.toml").warnings.empty());
+  // A warning is not an error, and not part of the job's text.
+  BOOST_TEST(!has(dp::job_to_toml(j), "warning"));
+}
+
+BOOST_AUTO_TEST_CASE(in_a_cluster_file_at_its_key) {
+  Files f;
+  f.write("c.toml", "[cluster]\nranks_per_node = 2\n[cluster.links]\nnode_gbps = 1\nrack_gbps = 10\n");
+  const std::string job = f.write("job.toml", "[launch]\nranks = 4\n[cluster]\nfile = \"c.toml\"\n");
+  const dp::Job j = dp::load_job(job);
+  BOOST_TEST_REQUIRE(j.warnings.size() == 1u);
+  BOOST_TEST(j.warnings[0].where == (f.dir / "c.toml").string() + ":4:13");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(errors)
@@ -152,6 +318,57 @@ BOOST_AUTO_TEST_CASE(sizes_that_disagree_with_the_ranks) {
   expect_error(c + "kinds = [\"a\"]\nkind_counts = [6]\n", {}, "x.toml:4:9", {"cluster.kinds: needs cluster.kind_speeds"});
   expect_error(std::string(kSix) + "[cluster.links]\ngbps = [1, 2, 3]\n", {}, "x.toml:4:8",
                {"must have launch.ranks squared (36)"});
+  expect_error(c + "memory_gb = [16, 16, 16]\n", {}, "x.toml:4:13", {"cluster.memory_gb: must have one entry per rank"});
+}
+
+BOOST_AUTO_TEST_CASE(nodes_that_do_not_hold_the_ranks) {
+  const std::string c = std::string(kSix) + "[cluster]\n";
+  expect_error(c + "ranks_per_node = 7\n", {}, "x.toml:4:18",
+               {"cluster.ranks_per_node: is 7, more than launch.ranks (6)", "at most 6 to a node"});
+  expect_error(c + "ranks_per_node = 4\n", {}, "x.toml:4:18",
+               {"cluster.ranks_per_node: is 4, which does not divide launch.ranks (6): the last node would hold 2",
+                "node_sizes"});
+  expect_error(c + "ranks_per_node = 2\n", {"launch.ranks=5"}, "x.toml:4:18", {"does not divide launch.ranks (5)"});
+  expect_error(c + "ranks_per_node = 2\nnode_sizes = [3, 3]\n", {}, "x.toml:5:14",
+               {"cluster.node_sizes: and cluster.ranks_per_node both give the nodes"});
+  expect_error(c + "ranks_per_node = 3\nnodes_per_rack = 3\n", {}, "x.toml:5:18",
+               {"cluster.nodes_per_rack: is 3, more than the 2 node(s) the ranks are on", "at most 2"});
+  expect_error(c + "node_sizes = [1, 5]\nnodes_per_rack = 4\n", {}, "x.toml:5:18", {"more than the 2 node(s)"});
+  expect_error(c + "nodes_per_rack = 2\n", {}, "x.toml:4:18", {"more than the 1 node(s)"});
+  // What fits: whole nodes, and racks of which the last holds fewer nodes.
+  BOOST_TEST(dp::parse_job(c + "ranks_per_node = 1\nnodes_per_rack = 4\n", "x.toml").cluster.nodes_per_rack == 4);
+  BOOST_TEST(dp::cluster_from_job(dp::parse_job(c + "ranks_per_node = 1\nnodes_per_rack = 4\n", "x.toml")).racks() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(memory_of_zero) {
+  const std::string c = std::string(kSix) + "[cluster]\n";
+  expect_error(c + "memory_gb = [16, 16, 0, 16, 16, 16]\n", {}, "x.toml:4:22",
+               {"cluster.memory_gb[2]: must be greater than 0, got 0", "leave the key out when it is unknown"});
+  expect_error(c + "memory_gb = [16, 16, 16, 16, 16, -8]\n", {}, "x.toml:4:34", {"greater than 0, got -8"});
+  expect_error(c + "kinds = [\"a\"]\nkind_counts = [6]\nkind_speeds = [1]\nkind_memory_gb = [0]\n", {},
+               "x.toml:7:19", {"cluster.kind_memory_gb[0]: must be greater than 0"});
+  expect_error(c + "memory_gb = 0\n", {}, "x.toml:4:13", {"cluster.memory_gb: expected an array of numbers"});
+  expect_error(std::string(kSix), {"cluster.memory_gb=[0, 1, 1, 1, 1, 1]"}, "--set cluster.memory_gb=[0, 1, 1, 1, 1, 1]",
+               {"cluster.memory_gb[0]: must be greater than 0"});
+}
+
+BOOST_AUTO_TEST_CASE(in_a_cluster_file_at_its_key) {
+  Files f;
+  f.write("c.toml", "[cluster]\nranks_per_node = 5\n");
+  const std::string job = f.write("job.toml", "[launch]\nranks = 4\n[cluster]\nfile = \"c.toml\"\n");
+  dp::JobError e = load_error(job, {});
+  BOOST_TEST(e.where() == (f.dir / "c.toml").string() + ":2:18");
+  BOOST_TEST(has(e.line(), "cluster.ranks_per_node: is 5, more than launch.ranks (4)"));
+  BOOST_TEST(e.exit_code() == 2);
+  f.write("c.toml", "[cluster]\nmemory_gb = [80, 80, 0, 80]\n");
+  e = load_error(job, {});
+  BOOST_TEST(e.where() == (f.dir / "c.toml").string() + ":2:13");
+  BOOST_TEST(has(e.line(), "cluster.memory_gb[2]: must be greater than 0"));
+  // A rank count from the command line that the file's nodes do not hold: at the file's key.
+  f.write("c.toml", "[cluster]\n\nranks_per_node = 2\n");
+  e = load_error(job, {"launch.ranks=3"});
+  BOOST_TEST(e.where() == (f.dir / "c.toml").string() + ":3:18");
+  BOOST_TEST(has(e.line(), "does not divide launch.ranks (3)"));
 }
 
 BOOST_AUTO_TEST_CASE(links_of_bandwidth_zero) {
