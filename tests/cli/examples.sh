@@ -54,4 +54,14 @@ PY
     not_ok "$name" "$why"
   fi
 done
+
+# The check itself can fail: a job whose key no longer exists (renamed in the schema) is refused.
+sed 's/^global_batch =/global_batchh =/' "$ROOT/configs/quickstart.toml" >"$TMP/renamed.toml"
+"$DPTRAIN" run "$TMP/renamed.toml" --out "$TMP/renamed" --set train.steps=1 >"$TMP/renamed.log" 2>&1 </dev/null
+rc=$?
+if ((rc == 2)) && grep -q "global_batchh" "$TMP/renamed.log"; then
+  ok "a job file with an unknown key is refused (exit 2)"
+else
+  not_ok "a job file with an unknown key" "exit $rc, expected 2 naming the key"
+fi
 finish
