@@ -143,9 +143,9 @@ if [[ $(slurm_job_field "$id" JobState) == RUNNING ]] && compgen -G "runs/long/c
     [[ -e runs/long/stopped.json ]] || break
     sleep 0.5
   done
-  for _ in $(seq 1 600); do  # and trained a step past the stop, however slow this machine is
-    grep '"kind":"train"' runs/long/metrics.jsonl 2>/dev/null | tail -1 |
-      grep -q "\"step\":$((step + 1))[0-9]*," && break
+  for _ in $(seq 1 600); do  # and logged a step past the stop, however slow this machine is
+    latest=$(grep '"kind":"train"' runs/long/metrics.jsonl 2>/dev/null | tail -1 | sed -n 's/.*"step":\([0-9]*\),.*/\1/p')
+    [[ -n $latest ]] && ((latest > step)) && break
     sleep 0.2
   done
   scancel "$id"
