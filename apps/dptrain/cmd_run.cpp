@@ -75,7 +75,7 @@ std::string last_heartbeats(const RunDir& dir) {
 // failed, mpirun was stopped hard) the same line with how it ended (mpirun's own message above names
 // the rank and its host). `status`: mpirun's, or 128 + the signal sent to this process.
 int report_end(const RunCommand& cmd, const Job& job, int status, std::filesystem::file_time_type launched) {
-  const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
+  const RunDir dir = run_dir_of(job, run_options(cmd));
   const std::optional<StoppedRun> stopped = read_stopped(dir);
   if (status == 0 && !stopped) return 0;  // finished
   // A stop signal that came after the last step: the ranks finished the run (this launch wrote its
@@ -127,7 +127,7 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
   std::vector<std::string> extra;
   const Job job = job_as_launched(cmd.job_path, cmd.overrides, extra);
   for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
-  const RunDir dir{cmd.out_dir.empty() ? job.output_dir() : cmd.out_dir};
+  const RunDir dir = run_dir_of(job, run_options(cmd));
   // A folder another run holds is refused before anything is checked or written; a new folder is made
   // (to hold it) only once the inputs are known to be good.
   std::optional<RunLock> lock;

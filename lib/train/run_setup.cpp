@@ -50,7 +50,7 @@ void check_resumable(const Checkpoint& c, const std::string& path, const Job& jo
 // Builds the model on `kernels` (the CPU's when the caller only checks the inputs) and checks the rest.
 Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels) {
   Setup s;
-  s.dir.root = opts.out_dir.empty() ? job.output_dir() : opts.out_dir;
+  s.dir = run_dir_of(job, opts);
   check_run_dir(s.dir, opts.resume, opts.force);
   s.data = load_dataset(job.data, job.job.seed);
   s.model = make_model(job.model, s.data.train.shape(), job.job.seed, kernels);

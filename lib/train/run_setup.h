@@ -32,8 +32,6 @@ struct Setup {
   int64_t steps_per_epoch = 0, total_steps = 0;
 };
 
-// The run folder: --out, else the job's [job] output_dir, else runs/<name>.
-RunDir run_dir_of(const Job& job, const RunOptions& opts);
 // Collective, before anything is written: rank 0 holds the run folder (run_lock.h) unless the launcher
 // that started the ranks holds it for them; a folder another run holds is the same UsageError (naming
 // that run) on every rank.

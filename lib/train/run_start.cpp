@@ -30,10 +30,6 @@ std::string rank0_holder() {
 
 }  // namespace
 
-RunDir run_dir_of(const Job& job, const RunOptions& opts) {
-  return RunDir{opts.out_dir.empty() ? job.output_dir() : opts.out_dir};
-}
-
 std::optional<RunLock> hold_run_folder(Communicator& comm, const RunDir& dir) {
   std::optional<RunLock> lock;
   std::string refusal;  // where \n message \n hint, when another run holds the folder
@@ -68,3 +64,9 @@ std::optional<std::string> finished_run_note(const Setup& s, const Job& job) {
 }
 
 }  // namespace dp::train_detail
+
+namespace dp {
+RunDir run_dir_of(const Job& job, const RunOptions& opts) {
+  return RunDir{opts.out_dir.empty() ? job.output_dir() : opts.out_dir};
+}
+}  // namespace dp

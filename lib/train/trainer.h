@@ -12,6 +12,7 @@
 #include "lib/comm/communicator.h"
 #include "lib/job/job.h"
 #include "lib/train/metrics.h"
+#include "lib/train/run_dir.h"
 
 namespace dp {
 
@@ -38,6 +39,9 @@ struct RunResult {
 struct RunInputs {
   std::optional<std::string> finished;  // --resume of a finished run: the line saying so (finished_run_note)
 };
+
+// The run folder: --out, else the job's [job] output_dir, else runs/<name>.
+RunDir run_dir_of(const Job& job, const RunOptions& opts);
 
 // Everything that can be checked before ranks start: the dataset, the model, the checkpoint to resume
 // (verified, and matching the model), the output directory. Throws InputError subclasses.
