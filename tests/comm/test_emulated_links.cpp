@@ -17,6 +17,7 @@
 #include "lib/comm/thread_communicator.h"
 #include "lib/core/error.h"
 #include "tests/comm/collective_testing.h"
+#include "tests/comm/timing_attempts.h"
 
 namespace {
 
@@ -87,6 +88,21 @@ double one_transfer(dp::Communicator& comm, int from, int to) {
   }
   comm.barrier();
   return s;
+}
+
+// The two measurements (sender's and receiver's) of a 12.5 MB transfer inside a 10 Gbit/s node and of
+// one across the 1 Gbit/s link between nodes. Each takes at least its modelled 10 ms / 100 ms, on every
+// attempt (pacing never delivers early); the least loaded of each pair's two (a busy machine only adds)
+// are 6-14x apart. What missed, as text.
+std::vector<std::string> misses_of_two_levels(const std::vector<double>& inside, const std::vector<double>& between) {
+  BOOST_REQUIRE(inside.size() == 2 && between.size() == 2);
+  for (double s : inside) BOOST_TEST(s >= 0.010);
+  for (double s : between) BOOST_TEST(s >= 0.100);
+  const double ratio = *std::min_element(between.begin(), between.end()) /
+                       *std::min_element(inside.begin(), inside.end());
+  BOOST_TEST_MESSAGE("cross-node / in-node transfer time: " << ratio);
+  if (ratio >= 6.0 && ratio <= 14.0) return {};
+  return {"cross-node / in-node transfer time " + std::to_string(ratio) + ", outside 6-14"};
 }
 
 }  // namespace
@@ -262,53 +278,44 @@ BOOST_AUTO_TEST_CASE(every_algorithm_stays_exact_over_emulated_links) {
 // 12.5 MB take 10 ms inside a node and 100 ms between nodes.
 BOOST_AUTO_TEST_CASE(per_pair_links_pace_each_pair_as_its_own_link) {
   const dp::LinkMatrix m = two_levels(2, 3, {10.0, 0.0}, {1.0, 0.0});
-  std::vector<double> inside, between;
-  std::mutex mu;
-  on_matrix(m, [&](dp::Communicator& comm) {
-    const double in = one_transfer(comm, 0, 2), out = one_transfer(comm, 1, 4);
-    std::lock_guard lock(mu);
-    if (comm.rank() == 0 || comm.rank() == 2) inside.push_back(in);
-    if (comm.rank() == 1 || comm.rank() == 4) between.push_back(out);
-    return 0.0;
+  const auto missed = dp::testing::misses_of_best_attempt(3, [&] {
+    std::vector<double> inside, between;
+    std::mutex mu;
+    on_matrix(m, [&](dp::Communicator& comm) {
+      const double in = one_transfer(comm, 0, 2), out = one_transfer(comm, 1, 4);
+      std::lock_guard lock(mu);
+      if (comm.rank() == 0 || comm.rank() == 2) inside.push_back(in);
+      if (comm.rank() == 1 || comm.rank() == 4) between.push_back(out);
+      return 0.0;
+    });
+    return misses_of_two_levels(inside, between);
   });
-  BOOST_REQUIRE(inside.size() == 2 && between.size() == 2);
-  for (double s : inside) BOOST_TEST(s >= 0.010);
-  for (double s : between) BOOST_TEST(s >= 0.100);
-  // The least loaded of each pair's two measurements (a busy machine only adds to them).
-  const double ratio = *std::min_element(between.begin(), between.end()) /
-                       *std::min_element(inside.begin(), inside.end());
-  BOOST_TEST_MESSAGE("cross-node / in-node transfer time: " << ratio);
-  BOOST_TEST(ratio >= 6.0);
-  BOOST_TEST(ratio <= 14.0);
+  BOOST_TEST(missed.empty(), "cross-node / in-node transfer time off in every attempt:" << dp::testing::joined(missed));
 }
 
 // A split's ranks are renumbered (here in reverse, and split again); its messages still find the links
 // of their world ranks.
 BOOST_AUTO_TEST_CASE(split_communicators_map_their_ranks_to_world_links) {
   const dp::LinkMatrix m = two_levels(2, 3, {10.0, 0.0}, {1.0, 0.0});
-  std::vector<double> inside, between;
-  std::mutex mu;
-  on_matrix(m, [&](dp::Communicator& comm) {
-    // Evens {0, 2, 4} in reverse order: sub ranks 0 = world 4, 1 = world 2, 2 = world 0.
-    const auto evens = comm.split(comm.rank() % 2, -comm.rank());
-    const auto again = evens->split(0, evens->rank());  // the same members, split once more
-    if (comm.rank() % 2 == 0) {
-      const double in = one_transfer(*again, 2, 1);   // world 0 -> 2: one node
-      const double out = one_transfer(*again, 2, 0);  // world 0 -> 4: across
-      std::lock_guard lock(mu);
-      if (comm.rank() == 0 || comm.rank() == 2) inside.push_back(in);
-      if (comm.rank() == 0 || comm.rank() == 4) between.push_back(out);
-    }
-    return 0.0;
+  const auto missed = dp::testing::misses_of_best_attempt(3, [&] {
+    std::vector<double> inside, between;
+    std::mutex mu;
+    on_matrix(m, [&](dp::Communicator& comm) {
+      // Evens {0, 2, 4} in reverse order: sub ranks 0 = world 4, 1 = world 2, 2 = world 0.
+      const auto evens = comm.split(comm.rank() % 2, -comm.rank());
+      const auto again = evens->split(0, evens->rank());  // the same members, split once more
+      if (comm.rank() % 2 == 0) {
+        const double in = one_transfer(*again, 2, 1);   // world 0 -> 2: one node
+        const double out = one_transfer(*again, 2, 0);  // world 0 -> 4: across
+        std::lock_guard lock(mu);
+        if (comm.rank() == 0 || comm.rank() == 2) inside.push_back(in);
+        if (comm.rank() == 0 || comm.rank() == 4) between.push_back(out);
+      }
+      return 0.0;
+    });
+    return misses_of_two_levels(inside, between);
   });
-  BOOST_REQUIRE(inside.size() == 2 && between.size() == 2);
-  for (double s : inside) BOOST_TEST(s >= 0.010);
-  for (double s : between) BOOST_TEST(s >= 0.100);
-  // The least loaded of each pair's two measurements (a busy machine only adds to them).
-  const double ratio = *std::min_element(between.begin(), between.end()) /
-                       *std::min_element(inside.begin(), inside.end());
-  BOOST_TEST(ratio >= 6.0);
-  BOOST_TEST(ratio <= 14.0);
+  BOOST_TEST(missed.empty(), "cross-node / in-node transfer time off in every attempt:" << dp::testing::joined(missed));
 }
 
 // The transport's own collectives take the ring bound over the slowest link among the members: a group
@@ -316,32 +323,43 @@ BOOST_AUTO_TEST_CASE(split_communicators_map_their_ranks_to_world_links) {
 BOOST_AUTO_TEST_CASE(transport_collectives_take_the_slowest_members_link) {
   const dp::LinkMatrix m = two_levels(2, 3, {10.0, 0.0}, {1.0, 0.0});
   constexpr size_t count = 3 * kTenMs / 4;  // 3.75 MB of floats
-  std::atomic<int> wrong = 0;
-  std::vector<double> in(6), out(6);
-  on_matrix(m, [&](dp::Communicator& comm) {
-    // Node groups {0, 1, 2}, {3, 4, 5}: 2 x 2/3 x 3 ms = 4 ms. Cross pairs {0, 3}, {1, 4}, {2, 5}:
-    // 2 x 1/2 x 30 ms = 30 ms.
-    const auto node = comm.split(comm.rank() / 3, comm.rank());
-    const auto cross = comm.split(comm.rank() % 3, comm.rank());
-    std::vector<float> a(count, 1.0f), b(count, 1.0f);
-    comm.barrier();
-    auto t0 = Clock::now();
-    node->allreduce_sum(std::span<float>(a));
-    in[size_t(comm.rank())] = seconds_since(t0);
-    comm.barrier();
-    t0 = Clock::now();
-    cross->allreduce_sum(std::span<float>(b));
-    out[size_t(comm.rank())] = seconds_since(t0);
-    for (float v : a) wrong += v != 3.0f;
-    for (float v : b) wrong += v != 2.0f;
-    return 0.0;
+  // Six rank threads on a shared machine: a busy core stretches the 4 ms in-node allreduce most (to 12-16
+  // ms with two other busy processes on two cores). Paced by the slow link it would take 40 ms, 0.75x the
+  // cross-node one; paced by its own, 7.5x less. So each rank's across / in-node ratio must be above 1.5,
+  // on the best of up to three attempts; the pacing's lower bounds hold on every one.
+  const auto missed = dp::testing::misses_of_best_attempt(3, [&] {
+    std::atomic<int> wrong = 0;
+    std::vector<double> in(6), out(6);
+    on_matrix(m, [&](dp::Communicator& comm) {
+      // Node groups {0, 1, 2}, {3, 4, 5}: 2 x 2/3 x 3 ms = 4 ms. Cross pairs {0, 3}, {1, 4}, {2, 5}:
+      // 2 x 1/2 x 30 ms = 30 ms.
+      const auto node = comm.split(comm.rank() / 3, comm.rank());
+      const auto cross = comm.split(comm.rank() % 3, comm.rank());
+      std::vector<float> a(count, 1.0f), b(count, 1.0f);
+      comm.barrier();
+      auto t0 = Clock::now();
+      node->allreduce_sum(std::span<float>(a));
+      in[size_t(comm.rank())] = seconds_since(t0);
+      comm.barrier();
+      t0 = Clock::now();
+      cross->allreduce_sum(std::span<float>(b));
+      out[size_t(comm.rank())] = seconds_since(t0);
+      for (float v : a) wrong += v != 3.0f;
+      for (float v : b) wrong += v != 2.0f;
+      return 0.0;
+    });
+    BOOST_TEST(wrong == 0);
+    std::vector<std::string> ratios_missed;
+    for (int r = 0; r < 6; ++r) {
+      BOOST_TEST(in[size_t(r)] >= 0.004, "rank " << r << " in a node: " << in[size_t(r)]);
+      BOOST_TEST(out[size_t(r)] >= 0.030, "rank " << r << " across: " << out[size_t(r)]);
+      if (out[size_t(r)] / in[size_t(r)] < 1.5)
+        ratios_missed.push_back("rank " + std::to_string(r) + ": across " + std::to_string(out[size_t(r)]) +
+                                " s, in a node " + std::to_string(in[size_t(r)]) + " s");
+    }
+    return ratios_missed;
   });
-  BOOST_TEST(wrong == 0);
-  for (int r = 0; r < 6; ++r) {
-    BOOST_TEST(in[size_t(r)] >= 0.004, "rank " << r << " in a node: " << in[size_t(r)]);
-    BOOST_TEST(out[size_t(r)] >= 0.030, "rank " << r << " across: " << out[size_t(r)]);
-    BOOST_TEST(out[size_t(r)] / in[size_t(r)] >= 3.0, "rank " << r);
-  }
+  BOOST_TEST(missed.empty(), "across / in a node below 1.5 in every attempt:" << dp::testing::joined(missed));
 }
 
 BOOST_AUTO_TEST_CASE(a_matrix_of_the_wrong_size_is_refused) {

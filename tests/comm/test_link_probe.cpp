@@ -5,12 +5,15 @@
 #define BOOST_TEST_MODULE link_probe
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <mutex>
 #include <regex>
+#include <string>
 
 #include "lib/comm/emulated_links.h"
 #include "lib/comm/link_probe.h"
 #include "lib/comm/thread_communicator.h"
+#include "tests/comm/timing_attempts.h"
 
 namespace {
 
@@ -36,40 +39,59 @@ std::vector<dp::LinkProbeResult> probe(int n, const dp::LinkMatrix& links) {
 
 bool same_node(int a, int b) { return a / 2 == b / 2; }
 
+// Each pair's bandwidth within 40 % and latency within -10 % / +50 % + 500 us of what its emulated link
+// says, and every in-node link at least 6x faster than every cross-node one. What missed, as text.
+std::vector<std::string> misses_of_levels(const dp::LinkProbeResult& r, const dp::LinkModel& inside,
+                                          const dp::LinkModel& between) {
+  std::vector<std::string> missed;
+  double slowest_inside = 1e9, fastest_between = 0;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b) {
+      if (a == b) continue;
+      const dp::LinkModel& want = same_node(a, b) ? inside : between;
+      const double gbps = r.gbps_at(a, b), us = r.latency_at(a, b);
+      const std::string pair = std::to_string(a) + " -> " + std::to_string(b) + ": ";
+      if (gbps < 0.6 * want.gbps || gbps > 1.4 * want.gbps)
+        missed.push_back(pair + std::to_string(gbps) + " Gbit/s, emulated " + std::to_string(want.gbps));
+      // Sleeps overshoot (timer slack): later, never earlier, by up to a few hundred microseconds.
+      if (us < 0.9 * want.latency_us || us > 1.5 * want.latency_us + 500)
+        missed.push_back(pair + std::to_string(us) + " us, emulated " + std::to_string(want.latency_us));
+      if (same_node(a, b)) slowest_inside = std::min(slowest_inside, gbps);
+      else fastest_between = std::max(fastest_between, gbps);
+    }
+  if (slowest_inside / fastest_between < 6.0)
+    missed.push_back("in-node / cross-node bandwidth " + std::to_string(slowest_inside / fastest_between));
+  return missed;
+}
+
 }  // namespace
 
+// The probe times sleeps and copies: on a busy machine (the suite runs two tests at once on two cores)
+// one probe can read a link slower or, with its latency inflated, faster than it is. Up to three probes;
+// one must recover every level.
 BOOST_AUTO_TEST_CASE(recovers_the_levels_of_emulated_links) {
   const dp::LinkModel inside{10.0, 200.0}, between{1.0, 1500.0};
   dp::LinkMatrix m{4, std::vector<dp::LinkModel>(16)};
   for (int a = 0; a < 4; ++a)
     for (int b = 0; b < 4; ++b)
       if (a != b) m.links[size_t(a * 4 + b)] = same_node(a, b) ? inside : between;
-  const auto all = probe(4, m);
-  const dp::LinkProbeResult& r = all[0];
-  BOOST_REQUIRE(r.ranks == 4);
-  for (const auto& other : all) {  // one result, everywhere
-    BOOST_TEST(other.gbps == r.gbps);
-    BOOST_TEST(other.latency_us == r.latency_us);
-  }
-  double slowest_inside = 1e9, fastest_between = 0;
-  for (int a = 0; a < 4; ++a) {
-    BOOST_TEST(r.gbps_at(a, a) == 0.0);
-    BOOST_TEST(r.latency_at(a, a) == 0.0);
-    for (int b = 0; b < 4; ++b) {
-      if (a == b) continue;
-      const dp::LinkModel& want = same_node(a, b) ? inside : between;
-      const double gbps = r.gbps_at(a, b), us = r.latency_at(a, b);
-      BOOST_TEST_MESSAGE(a << " -> " << b << ": " << gbps << " Gbit/s, " << us << " us");
-      BOOST_TEST(gbps >= 0.6 * want.gbps, a << " -> " << b << ": " << gbps << " Gbit/s");
-      BOOST_TEST(gbps <= 1.4 * want.gbps, a << " -> " << b << ": " << gbps << " Gbit/s");
-      // Sleeps overshoot (timer slack): later, never earlier, by up to a few hundred microseconds.
-      BOOST_TEST(us >= 0.9 * want.latency_us, a << " -> " << b << ": " << us << " us");
-      BOOST_TEST(us <= 1.5 * want.latency_us + 500, a << " -> " << b << ": " << us << " us");
-      if (same_node(a, b)) slowest_inside = std::min(slowest_inside, gbps);
-      else fastest_between = std::max(fastest_between, gbps);
+  const auto missed = dp::testing::misses_of_best_attempt(3, [&] {
+    const auto all = probe(4, m);
+    const dp::LinkProbeResult& r = all[0];
+    BOOST_REQUIRE(r.ranks == 4);
+    for (const auto& other : all) {  // one result, everywhere: no timing in that
+      BOOST_TEST(other.gbps == r.gbps);
+      BOOST_TEST(other.latency_us == r.latency_us);
     }
-  }
-  BOOST_TEST(slowest_inside / fastest_between >= 6.0);
+    for (int a = 0; a < 4; ++a) {
+      BOOST_TEST(r.gbps_at(a, a) == 0.0);
+      BOOST_TEST(r.latency_at(a, a) == 0.0);
+      for (int b = 0; b < 4; ++b)
+        BOOST_TEST_MESSAGE(a << " -> " << b << ": " << r.gbps_at(a, b) << " Gbit/s, " << r.latency_at(a, b) << " us");
+    }
+    return misses_of_levels(r, inside, between);
+  });
+  BOOST_TEST(missed.empty(), "no probe recovered every level:" << dp::testing::joined(missed));
 }
 
 BOOST_AUTO_TEST_CASE(measures_every_pair_without_emulation) {
