@@ -48,7 +48,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/Backends.cmake)
 # What gpu_mra needs besides the models: the synchronisation over a CollectiveQueue and the optimizers.
 file(GLOB _dp_sync_src CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/lib/comm/*.cpp ${PROJECT_SOURCE_DIR}/lib/mra/*.cpp)
 list(FILTER _dp_sync_src EXCLUDE REGEX "mpi_communicator\\.cpp$")
-add_library(dp_sync OBJECT ${_dp_sync_src} ${PROJECT_SOURCE_DIR}/lib/train/optimizer.cpp)
+add_library(dp_sync OBJECT ${_dp_sync_src} ${PROJECT_SOURCE_DIR}/lib/optim/optimizer.cpp)
 target_compile_options(dp_sync PRIVATE -Wall -Wextra -Wpedantic)
 target_link_libraries(dp_sync PUBLIC dp_models)
 

@@ -12,9 +12,9 @@
 #include "lib/estimate/estimate.h"
 #include "lib/launch/emit.h"
 #include "lib/pipeline/profile.h"
-#include "lib/train/layer_profile.h"
-#include "lib/train/pipeline_plan.h"
-#include "lib/train/run_setup.h"
+#include "lib/measure/layer_profile.h"
+#include "lib/measure/pipeline_plan.h"
+#include "lib/measure/device.h"
 
 namespace dp::app {
 namespace {
@@ -42,7 +42,7 @@ std::optional<estimate::DeviceKind> device_of(const EstimateCommand& cmd) {
 // Whether this machine has a GPU the job would train on.
 bool gpu_here(const Job& job) {
   try {
-    return train_detail::choose_device(job).kind == "cuda";
+    return choose_device(job).kind == "cuda";
   } catch (const Error&) {
     return false;
   }

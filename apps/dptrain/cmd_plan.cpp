@@ -12,8 +12,7 @@
 #include "lib/data/dataset.h"
 #include "lib/job/job.h"
 #include "lib/mra/mra.h"
-#include "lib/train/run_setup.h"
-#include "lib/train/step_update.h"
+#include "lib/balance/job_balance.h"
 #include "models/model.h"
 
 namespace dp::app {
@@ -49,7 +48,7 @@ int cmd_plan(const PlanCommand& cmd) {
               (long long)batch, job.parallel.balance.mode.c_str());
 
   const std::vector<double> equal_speeds(size_t(ranks), 1.0);
-  const BalanceOptions o = train_detail::balance_options(job, ranks);
+  const BalanceOptions o = balance_options(job, ranks);
   const bool known = job.parallel.balance.mode == "idat" && !o.initial_speeds.empty();
   print_division(!known ? "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"
                           "  `dptrain profile --compute` measures them beforehand):"

@@ -24,9 +24,10 @@
 #include "lib/job/job.h"
 #include "lib/launch/launcher.h"
 #include "lib/train/run_dir.h"
-#include "lib/train/run_setup.h"
-#include "lib/train/layer_profile.h"
-#include "lib/train/speed_probe.h"
+#include "lib/measure/device.h"
+#include "lib/measure/job_links.h"
+#include "lib/measure/layer_profile.h"
+#include "lib/measure/speed_probe.h"
 
 namespace dp::app {
 namespace {
@@ -71,7 +72,7 @@ void check(const ProfileCommand& cmd) {
   }
   if (!cmd.job_path.empty()) {  // bad job files fail here, before mpirun
     const Job job = load_job(cmd.job_path, cmd.overrides);
-    if (cmd.compute) (void)train_detail::choose_device(job);  // device = "cuda" without a GPU, as `run` says
+    if (cmd.compute) (void)choose_device(job);  // device = "cuda" without a GPU, as `run` says
     if (job.cluster.emulate.as_described && cmd.ranks > 0 && cmd.ranks != job.launch.ranks)
       throw UsageError("profile --ranks", fmt::format("{} ranks, but the job's [cluster] describes {} (its "
                                                       "[cluster.emulate] as_described emulates them)",
@@ -126,7 +127,7 @@ void profile_links(const ProfileCommand& cmd, const Job& job, Communicator& worl
   const LinkProbeConfig config;
   const LinkProbeResult r = probe_links(world, config);
   if (world.rank() != 0) return;
-  const std::string network = paced ? train_detail::links_text(job) : "no emulated links";
+  const std::string network = paced ? links_text(job) : "no emulated links";
   if (cmd.json) {
     std::printf("%s", link_json_lines(r).c_str());
   } else {
@@ -156,7 +157,7 @@ int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   // With a job, its [cluster.emulate] links pace what is measured.
   const std::optional<Job> job =
       cmd.job_path.empty() ? std::nullopt : std::optional<Job>(load_job(cmd.job_path, cmd.overrides));
-  const auto paced = job ? train_detail::paced_by_job_links(*job, *launched) : nullptr;
+  const auto paced = job ? paced_by_job_links(*job, *launched) : nullptr;
   Communicator* world = paced ? paced.get() : launched.get();
   if (cmd.compute) profile_compute(cmd, *world);
   if (cmd.links) profile_links(cmd, *job, *world, paced != nullptr);
@@ -165,7 +166,7 @@ int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   const int n = world->size();
   if (leader && !cmd.json) {
     std::printf("# dptrain profile --collectives: allreduce (sum) of float32 on %d rank(s), host %s%s\n", n,
-                world->host().c_str(), paced ? (", " + train_detail::links_text(*job)).c_str() : "");
+                world->host().c_str(), paced ? (", " + links_text(*job)).c_str() : "");
     std::printf("# busbw = algbw * 2(n-1)/n; #wrong counts elements that differ from the exact sum\n");
     std::printf("#%11s %12s %9s | %s | %s\n", "size", "count", "algorithm",
                 "out-of-place: time(us) algbw(GB/s) busbw(GB/s) #wrong",

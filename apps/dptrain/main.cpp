@@ -14,13 +14,13 @@
 #include "lib/core/error.h"
 #include "lib/core/stop_signal.h"
 #include "lib/machine/machine.h"
-#include "lib/train/run_setup.h"
+#include "lib/measure/device.h"
 
 namespace dp::app {
 
 std::string version_text() {
   return fmt::format("dptrain {}\nbackends: {}\nmachine: {}", DPTRAIN_VERSION, describe_backends(probe_backends()),
-                     dp::train_detail::this_machine().line());
+                     this_machine().line());
 }
 
 // One line for a command-line mistake, naming an unknown subcommand instead of CLI11's "a subcommand is

@@ -18,7 +18,7 @@
 #include "lib/core/json.h"
 #include "lib/data/dataset.h"
 #include "lib/pipeline/plan.h"
-#include "lib/train/pipeline_plan.h"
+#include "lib/measure/pipeline_plan.h"
 #include "models/model.h"
 
 namespace dp::app {

@@ -79,4 +79,8 @@ std::vector<int64_t> equal_shares(int64_t batch, int world);
 std::span<const uint32_t> rank_indices(std::span<const uint32_t> permutation, int64_t global_batch,
                                        int64_t step_in_epoch, std::span<const int64_t> shares, int rank);
 
+// A held-out split is evaluated in chunks of this many samples (the last one shorter): 64 windows of
+// text, 1000 images.
+inline int64_t evaluation_chunk(const Dataset& held_out) { return held_out.context > 0 ? 64 : 1000; }
+
 }  // namespace dp

@@ -10,7 +10,7 @@
 
 #include "lib/core/error.h"
 #include "lib/estimate/estimate.h"
-#include "lib/train/layer_profile.h"
+#include "lib/measure/layer_profile.h"
 
 namespace dp::estimate {
 

@@ -7,7 +7,7 @@
 #include "lib/core/memory_meter.h"
 #include "lib/data/dataset.h"
 #include "lib/estimate/estimate.h"
-#include "lib/train/run_setup.h"
+#include "lib/data/dataset.h"
 #include "models/model.h"
 
 namespace dp::estimate {
@@ -54,7 +54,7 @@ ModelFacts model_facts(const Job& job) {
   f.targets_per_sample = model->targets_per_sample();
   f.train_samples = data.train.count;
   f.test_samples = data.test.count;
-  f.eval_chunk = std::min(train_detail::evaluation_chunk(data.test), data.test.count);
+  f.eval_chunk = std::min(evaluation_chunk(data.test), data.test.count);
   if (model->evaluation_chunk() > 0) f.eval_chunk = std::min(f.eval_chunk, model->evaluation_chunk());
   f.dataset_bytes = bytes_of(data.train) + bytes_of(data.test);
   return f;

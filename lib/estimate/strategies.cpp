@@ -11,7 +11,7 @@
 #include "lib/cgp/cgp.h"
 #include "lib/estimate/estimate_internal.h"
 #include "lib/pipeline/plan_internal.h"
-#include "lib/train/pipeline_plan.h"
+#include "lib/measure/pipeline_plan.h"
 
 namespace dp::estimate::detail {
 namespace {

@@ -51,7 +51,7 @@ struct Invocation {
 };
 
 // A pipeline line's figures per rank (the newest line's): the plan's expected compute per sample at the
-// rank's described speed (lib/train/pipeline_records.h).
+// rank's described speed (lib/train/pipeline/pipeline_records.h).
 struct PipelineRank {
   int rank = 0, stage = 0;
   double expected_ms_per_sample = -1;  // -1: the line has no expectation

@@ -1,4 +1,5 @@
-// MRA's bucket plan: layers grouped from the end of the parameter buffer to its start.
+// MRA's bucket plan: layers grouped from the end of the parameter buffer to its start; the options a
+// job's [parallel.comm] sets.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -42,6 +43,17 @@ std::vector<ParamRange> plan_buckets(const std::vector<ParamRange>& layers, int6
     }
   }
   return buckets;
+}
+
+GradSyncOptions grad_sync_options(const CommSection& c) {
+  GradSyncOptions o;
+  o.algorithm = c.algorithm;
+  o.bucket_bytes = int64_t(c.bucket_mb * 1e6);
+  o.first_bucket_bytes = int64_t(c.first_bucket_mb * 1e6);
+  o.overlap = c.overlap;
+  o.overlap_forward = c.overlap_forward;
+  o.sharded_update = c.sharded_update;
+  return o;
 }
 
 int64_t hook_slice_floats(const GradSyncOptions& options) {

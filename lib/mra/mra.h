@@ -33,6 +33,7 @@
 #include "lib/comm/collective_queue.h"
 #include "lib/comm/communicator.h"
 #include "lib/core/param_range.h"
+#include "lib/job/job.h"
 
 namespace dp {
 
@@ -45,6 +46,8 @@ struct GradSyncOptions {
   bool overlap_forward = false;        // MRA with overlap: all-gather into the next step's forward
   bool sharded_update = true;          // MRA: update (and keep optimizer state for) this rank's shard only
 };
+// The options a job's [parallel.comm] sets.
+GradSyncOptions grad_sync_options(const CommSection& comm);
 
 // Buckets over `layers` (the ranges the model's hooks announce, in forward order, together covering
 // [0, total)), in the order backward completes them: from the end of the buffer to its start. Ranges are

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct Checkpoint {
 
   // Optimizer states held: one per group under "cgp", else one.
   size_t state_count() const { return groups.empty() ? 1 : size_t(*std::max_element(groups.begin(), groups.end()) + 1); }
+  // One optimizer state: group `g`'s under "cgp"; the only one otherwise. A strategy without groups
+  // continues from the first group's.
+  std::span<const float> group_state(size_t g = 0) const {
+    const size_t per_group = optimizer_state.size() / state_count();
+    return std::span<const float>(optimizer_state).subspan(g * per_group, per_group);
+  }
 };
 
 // Writes `ckpt` to `path` atomically. Throws RuntimeFailure on I/O errors.

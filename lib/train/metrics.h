@@ -1,5 +1,6 @@
 // metrics.jsonl (one JSON object per line: a "start" line per invocation, a "train" line per logged step
-// per rank, an "eval" line per evaluation, each with "t", the seconds since this invocation started, and
+// per rank, an "eval" line per evaluation, and the lines a strategy serialises itself (cgp's "regroup"
+// and "groups", pipeline's "pipeline"), each with "t", the seconds since this invocation started, and
 // on the file as soon as it is written, so that a live run can be followed) and summary.json. Written by
 // rank 0 only.
 #pragma once
@@ -21,7 +22,7 @@ struct StepTimes {
                           // the forward's waits for parameters still being all-gathered)
   double update_ms = 0;   // optimizer (MRA: on the communication thread, mostly hidden)
   int64_t local_batch = 0;
-  // The rank's memory (lib/train/rank_gauges.h; negative: not measured): its compute buffers' peak so
+  // The rank's memory (lib/train/step/rank_gauges.h; negative: not measured): its compute buffers' peak so
   // far, its resident size and, on GPU ranks with NVML, the device's memory in use and utilisation.
   double allocated_peak_bytes = -1, resident_bytes = -1, gpu_used_bytes = -1, gpu_util_percent = -1;
 };
@@ -31,57 +32,9 @@ struct TrainLine {
   int rank = 0;
   double loss = 0, lr = 0, samples_per_sec = 0;
   StepTimes times;
-  // Strategy "cgp" (one line per rank and exchange): the rank's group, the staleness its group's update
-  // was applied with, how long the server held the complete request (staleness bound or turn) and the
-  // rank's exchange time (request to global model in hand).
-  int group = -1;
-  double staleness = 0, held_ms = 0, exchange_ms = 0;
-  // Strategy "pipeline": the rank's stage (its wait_ms is its bubble: waiting for other stages).
-  int stage = -1;
-};
-
-// Strategy "pipeline", at each pause: the plan's predictions beside the measurements of the mini-batches
-// since the last pause (medians over its full mini-batches; a stage's slowest replica).
-struct PipelineLine {
-  int64_t step = 0, minibatches = 0;
-  double predicted_minibatch_ms = 0, measured_minibatch_ms = 0;
-  double predicted_bubble = 0, measured_bubble = 0;  // 1 - the stages' mean busy fraction
-  struct StageLine {
-    int stage = 0, first = 0, last = 0;
-    std::vector<int> ranks, recompute;
-    double predicted_compute_ms = 0, measured_compute_ms = 0;  // per mini-batch: forward, backward, recompute
-    double measured_wait_ms = 0;                                // per mini-batch: the bubble
-    std::vector<double> predicted_peak_bytes, measured_peak_bytes;  // per rank of the stage
-    // Per rank of the stage: compute ms per sample, the median measured and what the plan expects at its
-    // machine's described speed (empty: not known; lib/train/pipeline_records.h).
-    std::vector<double> measured_ms_per_sample, expected_ms_per_sample;
-  };
-  std::vector<StageLine> stages;
-};
-
-// Strategy "cgp": a regrouping decision (adopted or not) and what it cost.
-struct RegroupLine {
-  int64_t step = 0;
-  std::string grouping, reason;
-  double predicted_before = 0, predicted_after = 0;  // samples/s of the old and the new grouping
-  bool adopted = false;
-  double cost_ms = 0;  // from the pause to training again (solve, communicators, state)
-};
-
-// Strategy "cgp", at the end of each phase: every group's times as the model predicts them from the
-// speeds measured in the phase, and as they were measured (milliseconds, samples per second).
-struct GroupTimesLine {
-  double step_ms = 0, exchange_ms = 0, held_ms = 0, cycle_ms = 0, samples_per_sec = 0, staleness = 0;
-};
-struct PhaseGroupsLine {
-  int64_t step = 0;  // the phase ended after this step
-  std::string grouping;
-  struct Group {
-    std::vector<int> members;
-    GroupTimesLine predicted, measured;
-  };
-  std::vector<Group> groups;
-  double predicted_samples_per_sec = 0, measured_samples_per_sec = 0;
+  // The strategy's own fields of the rank's line, as JSON members after the common ones (",\"stage\":1";
+  // empty: none): strategy "cgp"'s group and staleness (lib/train/cgp/cgp_lines.h), "pipeline"'s stage.
+  std::string strategy_fields;
 };
 
 // The first line of every invocation (the run's, and every resume's): what progress and an ETA are
@@ -103,6 +56,9 @@ struct EvalLine {
   double train_seconds = 0;  // training time (steps only, no pauses) of the run so far, for time to accuracy
 };
 
+// A "train" line without its "t".
+std::string train_line_json(const TrainLine& l);
+
 class MetricsLog {
  public:
   // Appends; "t" counts from `start`.
@@ -113,9 +69,8 @@ class MetricsLog {
   void write(const StartLine& l);
   void write(const TrainLine& l);
   void write(const EvalLine& l);
-  void write(const RegroupLine& l);
-  void write(const PhaseGroupsLine& l);
-  void write(const PipelineLine& l);
+  // A line a strategy serialised itself (a JSON object with its "kind" and "step"): "t" is added.
+  void write_record(const std::string& json_object) { put(json_object); }
   void flush();
 
  private:

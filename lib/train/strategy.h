@@ -1,9 +1,8 @@
 // How a run trains, behind one small interface. The trainer (trainer.cpp) keeps the run directory, the
 // progress display, metrics.jsonl, and the evaluation and checkpoint cadence; it asks the strategy to train
-// up to the next pause (an evaluation, a checkpoint, the end) and the strategy owns every step until then:
-// "data" (data_strategy.cpp: one synchronous loop over all ranks), "cgp" (lib/train/cgp_strategy.cpp:
-// groups synchronous inside, asynchronous between) and "pipeline" (pipeline_strategy.cpp: stages of the
-// model's blocks, 1F1B).
+// up to the next pause (an evaluation, a checkpoint, the end) and the strategy owns every step until then.
+// Each strategy is a folder of lib/train (data/, cgp/, pipeline/) and one line of the registry
+// (registry.cpp); what it reports reaches the trainer through a StepSink, on rank 0.
 #pragma once
 
 #include <cstdint>
@@ -29,19 +28,17 @@ struct StepRecord {
   double loss = 0, lr = 0;       // mean training loss of the step's samples
   int64_t samples = 0;           // samples the step trained (all ranks)
   double seconds = 0;            // the step's wall time
-  std::vector<TrainLine> ranks;  // every rank's metrics.jsonl line (step, epoch, loss filled in)
-  bool log_always = false;       // write `ranks` whatever [log] every says ("cgp": a line per exchange)
+  std::vector<TrainLine> ranks;  // every rank's metrics.jsonl line, written at [log] every (may be empty)
 };
 
-// The trainer hears of every completed step (on rank 0; "data" tells every rank) and of notes for the
-// log (rank 0) through this.
+// What a strategy reports, every call on rank 0 only (the same rule for every strategy; the other ranks'
+// sinks are never called): each completed step, in order; the steps it undid; lines for the log; and
+// its own metrics.jsonl lines, serialised by the strategy (a JSON object with "kind" and "step").
 struct StepSink {
   std::function<void(const StepRecord&)> step;
-  std::function<void(const std::string&)> note;
-  std::function<void(const RegroupLine&)> regroup;  // "cgp": a regrouping decision
-  std::function<void(const PhaseGroupsLine&)> groups;  // "cgp": the model against the measurement, per phase
-  std::function<void(const PipelineLine&)> pipeline;   // "pipeline": the plan against the measurement
   std::function<void(int64_t step, double loss)> skipped;  // a step undone ([train] on_nonfinite = "skip")
+  std::function<void(const std::string&)> note;
+  std::function<void(const std::string& json_object)> record;
 };
 
 // What the strategy trains: the model (already built on the run's kernels) and its dataset.
@@ -89,13 +86,5 @@ class Strategy {
   // Collective: the checkpoint of the run after step `step` (complete on rank 0).
   virtual Checkpoint checkpoint(int64_t step) = 0;
 };
-
-// Strategy "cgp", before ranks start: the job's fixed grouping or the solver's answer on the described
-// cluster must exist (a staleness bound no grouping meets, more groups than ranks). Throws JobError.
-void check_cgp_job(const Job& job, const Model& model);
-
-std::unique_ptr<Strategy> make_data_strategy(StrategyInputs in);
-std::unique_ptr<Strategy> make_cgp_strategy(StrategyInputs in);
-std::unique_ptr<Strategy> make_pipeline_strategy(StrategyInputs in);
 
 }  // namespace dp

@@ -26,8 +26,7 @@ struct RunOptions {
 
 struct RunResult {
   Summary summary;
-  std::vector<double> losses;  // global mean training loss of each step this invocation ran (on rank 0;
-                               // on every rank under strategy "data")
+  std::vector<double> losses;  // global mean training loss of each step this invocation ran (every rank)
   int64_t first_step = 1;      // step number of losses[0]
   int stop_signal = 0;         // the run stopped early on this signal (stop_signal.h) after `summary.steps`
   int stop_rank = -1;          // the lowest rank that received it

@@ -17,7 +17,7 @@
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
 #include "lib/machine/machine.h"
-#include "lib/train/run_setup.h"
+#include "lib/measure/device.h"
 #include "models/model.h"
 
 int main(int argc, char** argv) {
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
     fmt::print("{{\"runner\":\"dptrain\",\"model\":\"{}\",\"parameters\":{},\"batch\":{},\"threads\":{},"
                "\"ms_min\":{:.3f},\"ms_median\":{:.3f},\"samples_per_sec\":{:.1f},\"machine\":\"{}\"}}\n",
                job.model.type, model->params().size(), b.n, threads, ms.front(), median,
-               double(b.n) * 1000.0 / median, dp::train_detail::this_machine().line());
+               double(b.n) * 1000.0 / median, dp::this_machine().line());
     return 0;
   } catch (const dp::Error& e) {
     std::fprintf(stderr, "bench_model_step: %s\n", e.line().c_str());

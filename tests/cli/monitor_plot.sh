@@ -175,7 +175,7 @@ if grep -q '"expected":{"compute_ms_per_sample"' "$TMP/pipe/metrics.jsonl"; then
   grep -qE "^slow rank 0: compute [0-9.]+x the others' per sample against the plan's expectation" "$TMP/pipe.txt" ||
     fail "the pipeline's slow rank 0 is not named: $(grep -E '^slow' "$TMP/pipe.txt")"
 else
-  echo "# the pipeline line carries no expectation (lib/train/pipeline_strategy.cpp does not pass it): not checked"
+  echo "# the pipeline line carries no expectation (lib/train/pipeline/pipeline_strategy.cpp does not pass it): not checked"
 fi
 
 # Not a run directory: one line naming it, exit status 2.

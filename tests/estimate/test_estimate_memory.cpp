@@ -10,7 +10,7 @@
 #include "lib/data/dataset.h"
 #include "lib/estimate/estimate.h"
 #include "lib/job/job.h"
-#include "lib/train/optimizer.h"
+#include "lib/optim/optimizer.h"
 #include "models/model.h"
 
 using namespace dp;

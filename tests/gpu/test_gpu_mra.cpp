@@ -11,7 +11,7 @@
 #include "lib/comm/collective_queue.h"
 #include "lib/comm/thread_communicator.h"
 #include "lib/mra/mra.h"
-#include "lib/train/optimizer.h"
+#include "lib/optim/optimizer.h"
 #include "models/buffer.h"
 #include "models/model.h"
 

@@ -14,7 +14,7 @@
 #include "lib/comm/thread_communicator.h"
 #include "lib/core/rng.h"
 #include "lib/mra/mra.h"
-#include "lib/train/optimizer.h"
+#include "lib/optim/optimizer.h"
 #include "models/model.h"
 
 using namespace dp;

@@ -1,4 +1,4 @@
-// The memory fields of a rank's metrics lines (lib/train/rank_gauges.h): the resident size is read, the
+// The memory fields of a rank's metrics lines (lib/train/step/rank_gauges.h): the resident size is read, the
 // compute buffers' peak comes from the process meter, and without NVML (no NVIDIA driver, as on the CPU
 // machines) the GPU fields stay "not measured" with no error. NVML present is not tested here.
 #define BOOST_TEST_MODULE rank_gauges
@@ -7,7 +7,7 @@
 
 #include "lib/core/memory_meter.h"
 #include "lib/core/nvml_gauge.h"
-#include "lib/train/rank_gauges.h"
+#include "lib/train/step/rank_gauges.h"
 
 BOOST_AUTO_TEST_CASE(cpu_rank_fills_memory_and_leaves_gpu_fields_unmeasured) {
   dp::MemoryMeter::process().add(1 << 20);

@@ -1,0 +1,325 @@
+// Strategy "pipeline": the model's blocks cut into stages (pipeline_plan.h: the planner's plan or the
+// job's stages), each on its rank or replicated over several, trained with 1F1B and a flush per
+// mini-batch: the same mathematics as one process. Every rank times the model at once (its speed as it
+// will train); rank 0 makes the plan on those speeds (timing the blocks when the job gives no profile)
+// and sends it to every rank; each rank builds its stage (only its blocks' parameters,
+// gradients and optimizer state, a slot of activations per micro-batch in flight) under a memory meter
+// of its own, and a StageRunner (pipeline_runner.h) runs its part of every mini-batch. Checkpoints hold
+// the whole model's parameters and optimizer state in the model's flat order, as strategy "data" writes
+// them, so a run resumes under another partition (or another strategy). Rank 0 keeps the whole model
+// for evaluation, its parameters gathered from the stages at every pause.
+#include "lib/train/pipeline/pipeline_strategy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "lib/balance/emulate.h"
+#include "lib/core/error.h"
+#include "lib/core/memory_meter.h"
+#include "lib/core/trace.h"
+#include "lib/pipeline/schedule.h"
+#include "lib/optim/optimizer.h"
+#include "lib/train/pipeline/pipeline_decision.h"
+#include "lib/measure/pipeline_plan.h"
+#include "lib/train/pipeline/pipeline_records.h"
+#include "lib/train/pipeline/pipeline_runner.h"
+#include "lib/measure/device.h"
+#include "lib/measure/job_links.h"
+#include "lib/measure/speed_probe.h"
+#include "lib/train/step/step_update.h"
+#include "lib/train/step/sync_step.h"
+
+namespace dp {
+namespace {
+
+using pipeline_detail::Placement;
+using pipeline_detail::phase_line;
+using pipeline_detail::SharedPlan;
+using pipeline_detail::placement_of;
+using pipeline_detail::share_rank0_plan;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kGatherTag = 104;
+
+class PipelineStrategy final : public Strategy, private SyncWork {
+ public:
+  explicit PipelineStrategy(StrategyInputs in)
+      : in_(std::move(in)), emulator_(in_.job, in_.comm.rank()), meter_(std::make_shared<MemoryMeter>()) {
+    if (in_.gpu_queue || !in_.kernels.host_memory)
+      throw JobError("parallel.strategy", "strategy \"pipeline\" runs on CPU ranks only",
+                     "set [train] device = \"cpu\", or strategy = \"data\" on GPUs");
+    if (in_.comm.size() != in_.job.launch.ranks)  // the plan places stages on [cluster]'s ranks
+      throw JobError("[launch] ranks", fmt::format("the pipeline is planned for the job's {} rank(s), this launch has {}",
+                                                   in_.job.launch.ranks, in_.comm.size()),
+                     "launch the job's ranks, or set launch.ranks to the launch's");
+    decide_plan();
+    build_stage();
+  }
+
+  std::vector<std::string> describe() const override {
+    std::vector<std::string> lines;
+    const int S = place_.stages();
+    const int64_t batch = in_.job.train.global_batch;
+    lines.push_back(fmt::format("pipeline: {} stage(s), 1F1B with a flush, M = {} micro-batches of {} samples; {}",
+                                S, place_.micro_batches, batch / place_.micro_batches, how_));
+    for (int s = 0; s < S; ++s) {
+      const pipeline::Stage& st = plan_.stages[size_t(s)];
+      std::string ranks, rows, recomputed;
+      for (size_t i = 0; i < st.ranks.size(); ++i) {
+        ranks += fmt::format("{}{}", i ? "+" : "", st.ranks[i]);
+        rows += fmt::format("{}{}", i ? "+" : "", place_.shares[size_t(s)][i]);
+      }
+      for (int b : st.recompute) recomputed += fmt::format("{}{}", recomputed.empty() ? "" : ",", b);
+      std::string line = fmt::format("  stage {}: blocks {}-{} ({} .. {}) on rank {} ({} rows of a micro-batch)", s,
+                                     st.first, st.last, in_.model.block(st.first).shape().name,
+                                     in_.model.block(st.last).shape().name, ranks, rows);
+      if (!recomputed.empty()) line += "; recomputes " + recomputed;
+      if (prediction_)
+        line += fmt::format("; predicted {:.3g} + {:.3g} ms per micro-batch, peak {:.3g} MB",
+                            prediction_->stages[size_t(s)].forward_s * 1e3, prediction_->stages[size_t(s)].backward_s * 1e3,
+                            *std::max_element(prediction_->stages[size_t(s)].peak_bytes.begin(),
+                                              prediction_->stages[size_t(s)].peak_bytes.end()) / 1e6);
+      lines.push_back(line);
+    }
+    if (!speeds_.empty()) {
+      const double fastest = *std::max_element(speeds_.begin(), speeds_.end());
+      std::string speeds;
+      for (double s : speeds_) speeds += fmt::format("{}{:.3g}", speeds.empty() ? "" : ", ", s / fastest);
+      lines.push_back("  speeds measured on all ranks at once, relative to the fastest: [" + speeds + "]");
+    }
+    if (prediction_)
+      lines.push_back(fmt::format("  predicted: {:.3g} ms per mini-batch, {:.0f} samples/s, bubble {:.1f}%",
+                                  prediction_->minibatch_s * 1e3, prediction_->samples_per_s,
+                                  prediction_->bubble_fraction * 100));
+    for (const std::string& w : warnings_) lines.push_back("  warning: " + w);
+    if (sync_) lines.push_back("  inside a stage's replicas, gradients: " + sync_->describe());
+    const std::string links = links_text(in_.job);
+    if (!links.empty()) lines.push_back(links);
+    return lines;
+  }
+
+  void resume(const Checkpoint& from) override {
+    optimizer_steps_ = from.optimizer_steps;
+    if (in_.comm.rank() == 0) in_.model.params_from_host(from.params);
+    if (!stage_) return;
+    const int64_t P = int64_t(from.params.size()), begin = stage_->param_begin(), count = stage_->param_end() - begin;
+    stage_->params_from_host(std::span(from.params).subspan(size_t(begin), size_t(count)));
+    // The stage's part of every slot of the (first group's) state.
+    const std::span<const float> state = from.group_state();
+    const int slots = optimizer_->slots();
+    std::vector<float> mine(size_t(slots) * size_t(count));
+    for (int k = 0; k < slots; ++k)
+      std::copy_n(state.begin() + k * P + begin, count, mine.begin() + k * count);
+    optimizer_->state_from_host(sync_->my_state(mine, slots));
+    optimizer_->set_steps_taken(from.optimizer_steps);
+  }
+
+  Reached train_until(int64_t done, int64_t until, const StepSink& sink) override {
+    const MeterScope scope(meter_);
+    phase_step_ms_.clear();
+    phase_records_.clear();
+    const Reached reached = loop_.train_until(done, until, *this, sink, {"stage", place_.stage});
+    gather_model();  // rank 0 evaluates the whole model
+    report_phase(reached.step, sink);
+    return reached;
+  }
+
+  Model& model_to_evaluate() override { return in_.model; }
+
+  Checkpoint checkpoint(int64_t step) override {
+    // Every stage's parameters and whole optimizer state (its replicas' shards brought together), laid
+    // out in the model's flat order on rank 0.
+    const auto kind = make_optimizer(in_.job.optim, 0);  // its name and state slots
+    std::vector<float> state;
+    if (sync_) state = sync_->full_state(optimizer_->state_to_host(), kind->slots());
+    Gathered all = gather(state, kind->slots());
+    if (in_.comm.rank() != 0) return {};
+    return {in_.model.fingerprint(), kind->name(), step, optimizer_steps_, std::move(all.params), std::move(all.state), {}, {}};
+  }
+
+ private:
+  // This rank's part of the mini-batch: its stage's forward and backward of every micro-batch (1F1B),
+  // the replicas' gradients summed, the update applied as each range is final. Every stage takes one
+  // optimizer step per mini-batch (a rank outside the plan counts it too).
+  RankRecord compute(const StepPlan& plan, StepClock::time_point) override {
+    RankRecord mine;
+    mine.stage = place_.stage;
+    ++optimizer_steps_;
+    if (!runner_) return mine;
+    const int64_t global_batch = in_.job.train.global_batch;
+    const std::span<const uint32_t> samples =
+        std::span<const uint32_t>(order_.of(plan.epoch)).subspan(size_t(plan.in_epoch * global_batch), size_t(plan.batch));
+    const int64_t opt_step = optimizer_->begin_step();
+    Optimizer& opt = *optimizer_;
+    const double lr = plan.lr;
+    const auto t = runner_->run(samples, float(1.0 / plan.terms), [&opt, lr, opt_step](float* p, const float* g,
+                                                                                     int64_t at, int64_t count) {
+      opt.update_range(p, g, at, count, lr, opt_step);
+    }, plan.index);
+    mine.loss_sum = t.stats.loss_sum;
+    mine.times = StepTimes{t.compute_ms, t.wait_ms, t.send_ms + t.sync.wait_ms + t.sync.comm_ms, t.sync.update_ms, t.rows};
+    return mine;
+  }
+
+  // Rank 0 keeps the phase's full mini-batches for its pipeline line.
+  void observe(const StepPlan& plan, std::span<const RankRecord> all, double seconds) override {
+    if (in_.comm.rank() != 0 || plan.batch != in_.job.train.global_batch) return;
+    phase_step_ms_.push_back(seconds * 1e3);
+    phase_records_.emplace_back(all.begin(), all.end());
+  }
+
+  void settle() override {
+    if (sync_) sync_->settle();
+  }
+  std::vector<float> held_params() override {
+    return stage_ ? std::vector<float>(stage_->params().begin(), stage_->params().end()) : std::vector<float>{};
+  }
+  Optimizer* step_optimizer() override { return runner_ ? optimizer_.get() : nullptr; }
+  void undo_step(std::span<const float> kept) override {
+    if (runner_) std::copy(kept.begin(), kept.end(), stage_->params().begin());
+    --optimizer_steps_;
+  }
+
+  // Every rank times the whole model at once (as they will train: sharing this machine's cores, their
+  // emulated slowness included); rank 0 profiles the blocks (or reads the profile) and plans on those
+  // speeds; everyone learns the plan or the error.
+  void decide_plan() {
+    const SpeedProbe probe = measure_compute_speed(in_.job, in_.comm, 5, 2, profile_micro_batch(in_.job));
+    const std::vector<double> step_ms = in_.comm.allgather_value(probe.step_ms);
+    const std::vector<int64_t> local_batch = in_.comm.allgather_value(probe.local_batch);
+    const SharedPlan shared = share_rank0_plan(in_.comm, [&] {
+      const pipeline::BlockProfile profile = job_layer_profile(in_.job, in_.model);
+      const pipeline::Workload w = job_pipeline_workload(in_.job, profile);
+      const Cluster cluster = measured_cluster(in_.job, w, step_ms, local_batch);
+      speeds_ = cluster.speeds();
+      const PipelineChoice choice = choose_pipeline_plan(in_.job, w, cluster);
+      prediction_ = choice.result.prediction;
+      // What each rank's compute should cost at its described speed: a slow machine shows against it.
+      expected_ms_per_sample_ = pipeline_detail::expected_compute_ms_per_sample(
+          choice.result.plan, choice.result.prediction, w, pipeline_detail::described_speeds(in_.job));
+      warnings_ = choice.warnings;
+      how_ = fmt::format("{}, from {}", choice.how,
+                         in_.job.parallel.pipeline.profile.empty()
+                             ? fmt::format("the blocks timed now (micro-batch {})", profile.micro_batch)
+                             : "the profile " + in_.job.parallel.pipeline.profile);
+      return choice.result;
+    });
+    plan_ = shared.plan;
+    place_ = placement_of(shared, in_.comm.rank());
+  }
+
+  // This rank's stage, its replicas' communicator and gradient sync, its optimizer and runner: all
+  // allocated under the stage's memory meter.
+  void build_stage() {
+    const MeterScope scope(meter_);
+    const int S = place_.stages(), s = place_.stage;
+    stage_comm_ = in_.comm.split(s >= 0 ? s : S + in_.comm.rank(), in_.comm.rank());
+    if (s < 0) return;
+    const pipeline::Stage& st = plan_.stages[size_t(s)];
+    std::vector<bool> recompute(size_t(st.last - st.first + 1), false);
+    for (int b : st.recompute) recompute[size_t(b - st.first)] = true;
+    stage_ = std::make_unique<Stage>(in_.model, st.first, st.last,
+                                     pipeline::in_flight(s, S, int(place_.micro_batches)), recompute);
+    std::vector<ParamRange> ranges;  // the stage's blocks, in its own offsets
+    for (int b = st.first; b <= st.last; ++b) {
+      const BlockShape& shape = in_.model.block(b).shape();
+      if (shape.param_count > 0) ranges.push_back({shape.param_offset - stage_->param_begin(), shape.param_count});
+    }
+    GradSyncOptions options = grad_sync_options(in_.job.parallel.comm);
+    if (stage_comm_->size() == 1) options.algorithm = "native";  // nothing to sum: update in place
+    sync_ = make_gradient_sync(options, *stage_comm_, stage_->params(), stage_->grads(), ranges);
+    optimizer_ = make_optimizer(in_.job.optim, sync_->state_count(), in_.kernels);
+    runner_ = std::make_unique<pipeline_detail::StageRunner>(in_.comm, *stage_, place_, *sync_, in_.train_set,
+                                                             emulator_, paced_by_thread_cpu(in_.kernels));
+  }
+
+  // Rank 0 gathers every stage's parameters (from its first replica) into the model's order; with
+  // `slots` > 0 also the optimizer state (`state`: this rank's stage's whole state, slot major), slot
+  // major over the whole model. Collective; empty on other ranks.
+  struct Gathered {
+    std::vector<float> params, state;
+  };
+  Gathered gather(const std::vector<float>& state, int slots) {
+    Communicator& comm = in_.comm;
+    const int64_t P = int64_t(in_.model.params().size());
+    const bool with_state = slots > 0;
+    Gathered out;
+    if (comm.rank() == 0) {
+      out.params.resize(size_t(P));
+      out.state.assign(size_t(slots) * size_t(P), 0.0f);
+    }
+    for (size_t s = 0; s < plan_.stages.size(); ++s) {
+      const pipeline::Stage& st = plan_.stages[s];
+      const int leader = st.ranks.front();
+      const int64_t begin = in_.model.block(st.first).shape().param_offset;
+      const int64_t count = in_.model.block(st.last).shape().param_offset + in_.model.block(st.last).shape().param_count - begin;
+      std::vector<float> p(static_cast<size_t>(count)), z(with_state ? static_cast<size_t>(slots * count) : 0);
+      if (comm.rank() == leader) {
+        p = stage_->params_to_host();
+        z = state;
+      }
+      if (leader != 0 && comm.rank() == leader) {
+        comm.isend(std::as_bytes(std::span(p)), 0, kGatherTag).wait();
+        if (with_state) comm.isend(std::as_bytes(std::span(z)), 0, kGatherTag).wait();
+      }
+      if (comm.rank() == 0) {
+        if (leader != 0) {
+          comm.irecv(std::as_writable_bytes(std::span(p)), leader, kGatherTag).wait();
+          if (with_state) comm.irecv(std::as_writable_bytes(std::span(z)), leader, kGatherTag).wait();
+        }
+        std::copy(p.begin(), p.end(), out.params.begin() + begin);
+        if (with_state)
+          for (int k = 0; k < slots; ++k)
+            std::copy_n(z.begin() + k * count, count, out.state.begin() + k * P + begin);
+      }
+    }
+    return out;
+  }
+
+  void gather_model() {
+    const Gathered all = gather({}, 0);
+    if (in_.comm.rank() == 0) in_.model.params_from_host(all.params);
+  }
+
+  // The pipeline line of the phase (rank 0 writes it): every rank's stage peak, gathered. Collective.
+  void report_phase(int64_t step, const StepSink& sink) {
+    const double peak = double(meter_->peak());
+    const std::vector<double> peaks = in_.comm.size() > 1 ? in_.comm.allgather_value(peak) : std::vector{peak};
+    if (in_.comm.rank() == 0 && !phase_step_ms_.empty())
+      sink.record(json_line(phase_line(plan_, place_.micro_batches, prediction_ ? &*prediction_ : nullptr, step,
+                                       phase_step_ms_, phase_records_, peaks, expected_ms_per_sample_)));
+  }
+
+  StrategyInputs in_;
+  SlowdownEmulator emulator_;
+  std::shared_ptr<MemoryMeter> meter_;  // this rank's stage: everything it allocates
+  pipeline::Plan plan_;
+  Placement place_;
+  std::optional<pipeline::Prediction> prediction_;  // rank 0
+  std::vector<std::string> warnings_;               // rank 0
+  std::vector<double> speeds_;                      // rank 0: the measured speeds the plan is for
+  std::vector<double> expected_ms_per_sample_;      // rank 0: per rank, at its described speed
+  std::string how_;                                 // rank 0
+  std::unique_ptr<Communicator> stage_comm_;
+  std::unique_ptr<Stage> stage_;
+  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<pipeline_detail::StageRunner> runner_;
+  EpochOrder order_{in_.train_set.count, in_.job.job.seed};
+  SyncLoop loop_{in_.job, in_.comm, step_counts(in_), -1};  // pipelines run on CPU ranks only
+  int64_t optimizer_steps_ = 0;        // taken by every stage alike (rank 0 may hold none)
+  std::vector<double> phase_step_ms_;  // rank 0: the phase's full mini-batches' times
+  std::vector<std::vector<RankRecord>> phase_records_;  // and every rank's records of them
+};
+
+}  // namespace
+
+StrategyEntry pipeline_strategy_entry() {
+  return {"pipeline", check_pipeline_job, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
+            return std::make_unique<PipelineStrategy>(std::move(in));
+          }};
+}
+
+}  // namespace dp
