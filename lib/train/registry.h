@@ -1,6 +1,12 @@
 // Every training strategy, by name: the one table that knows them (registry.cpp). A strategy's folder
 // (lib/train/data/, cgp/, pipeline/) provides its entry: the name [parallel] strategy selects it by, the
 // checks of a job that can run before ranks start, and the factory the trainer calls on every rank.
+//
+// A new strategy adds its folder (a Strategy; SyncLoop from step/sync_step.h when its steps are
+// synchronous; its own metrics lines through StepSink::record) and its line in registry.cpp. Outside
+// lib/train, which the job schema cannot see, its name goes in lib/job/schema.cpp's kStrategies, its
+// section in man/dptrain-job.5 and the completions' value lists (tests/cli/docs_in_step.sh checks those
+// three against each other), and, for `dptrain estimate`, a model of its ranks in lib/estimate.
 #pragma once
 
 #include <memory>

@@ -64,6 +64,7 @@ enabled = false
 TOML
 "$DPTRAIN" run "$TMP/job.toml" --out "$TMP/run" >/dev/null 2>&1 || { fail "tiny run failed"; exit 1; }
 table=""
+enumerated=0
 # A table header, nested ones included: [train], [parallel.comm].
 table_re='^\[([a-z_]+(\.[a-z_]+)*)\]$'
 # The tables listed in the man page's SYNOPSIS.
@@ -85,7 +86,25 @@ while IFS= read -r line; do
   awk -v t="[$table]" -v k="$name" '$0 == ".SS " t {in_t = 1; next} /^\.SS/ {in_t = 0}
       in_t && $1 == ".BR" && $2 == k {found = 1} END {exit !found}' "$ROOT/man/dptrain-job.5" ||
     { echo "not ok - $key missing from man/dptrain-job.5"; failures=$((failures + 1)); }
+  # An enumerated key (strategies, algorithms, ...): the values the job parser accepts, as its error lists
+  # them, are each offered by the bash completion's value list for the key and named in the key's entry
+  # of the man page (from its .BR line to the next .TP; hyphens written \-).
+  values=$("$DPTRAIN" run "$TMP/job.toml" --dry-run --set "$key=not-a-value" 2>&1 |
+    sed -n 's/.*unknown value .* (hint: valid values: \(.*\))$/\1/p' | tr -d ,)
+  for v in $values; do
+    grep -qE "^ +([a-z_.]+ \| )*$key( \| [a-z_.]+)*\) echo( [a-z0-9-]+)* $v( |;|$)" "$ROOT/completions/dptrain.bash" ||
+      { echo "not ok - $key value $v not offered by completions/dptrain.bash"; failures=$((failures + 1)); }
+    for f in completions/_dptrain completions/dptrain.fish; do
+      grep -qw -- "$v" "$ROOT/$f" || { echo "not ok - $key value $v missing from $f"; failures=$((failures + 1)); }
+    done
+    awk -v t="[$table]" -v k="$name" -v v="${v//-/\\\\-}" '$0 == ".SS " t {in_t = 1; next} /^\.SS/ {in_t = 0}
+        in_t && $1 == ".BR" && $2 == k {in_k = 1; next} in_k && /^\.TP/ {in_k = 0}
+        in_k && index($0, v) {found = 1} END {exit !found}' "$ROOT/man/dptrain-job.5" ||
+      { echo "not ok - $key value $v not named in its entry of man/dptrain-job.5"; failures=$((failures + 1)); }
+    enumerated=$((enumerated + 1))
+  done
 done <"$TMP/run/job.toml"
+echo "# $enumerated values of enumerated keys checked in the completions and the man page"
 for sub in $("$DPTRAIN" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}'); do
   page=man/dptrain-$sub.1
   [[ -f $ROOT/$page ]] || { echo "not ok - subcommand $sub has no page $page"; failures=$((failures + 1)); continue; }
