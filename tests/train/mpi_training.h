@@ -17,13 +17,16 @@
 #include "lib/comm/communicator.h"
 #include "lib/job/job.h"
 #include "lib/train/trainer.h"
+#include "tests/skip_tally.h"
 
 namespace mpi_training {
 
 // In the test file: using mpi_training::MpiFixture; BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);
+// Its destructor settles skips across the ranks while MPI is still up (tests/skip_tally.h).
 struct MpiFixture {
   MpiFixture() : runtime(&boost::unit_test::framework::master_test_suite().argc,
                          &boost::unit_test::framework::master_test_suite().argv) {}
+  ~MpiFixture() { test_skips::agree_across_ranks(*dp::mpi_world()); }
   dp::MpiRuntime runtime;
 };
 
