@@ -3,6 +3,12 @@
 
 namespace dp {
 
+double layers_flops(const std::vector<LayerInfo>& layers) {
+  double f = 0;
+  for (const LayerInfo& l : layers) f += l.flops_per_sample;
+  return f;
+}
+
 std::vector<ParamRange> Block::hook_ranges(int64_t /*slice_floats: whole layers here*/) const {
   std::vector<ParamRange> ranges;
   for (const LayerInfo& l : shape_.layers)

@@ -56,6 +56,9 @@ struct BlockShape {
   std::vector<LayerInfo> layers;  // what it runs, in order; their parameter ranges tile its own
 };
 
+// The forward FLOPs of `layers`, per sample: what a block's forward_flops is.
+double layers_flops(const std::vector<LayerInfo>& layers);
+
 // The parameters (and gradients) a block reaches: a buffer holding the model's flat parameters from
 // offset `base` on (the whole model's, base 0, or a stage's).
 struct ParamWindow {

@@ -184,9 +184,10 @@ std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv,
   s.saved_floats = s.out_floats + 2;
   s.scratch_floats = s.out_floats;
   s.eval_scratch_floats = s.saved_floats;  // forward keeps its saved activations in scratch
-  const double conv_f = conv_flops(conv.shape), elementwise = 6.0 * double(s.out_floats);
-  s.forward_flops = conv_f + elementwise;
-  s.backward_flops = conv_f * (first ? 1 : 2) + 2 * elementwise;
+  s.forward_flops = layers_flops(s.layers);
+  // The conv's input gradient (but in the first block) and weights' gradient, the norm and ReLU twice.
+  const double conv_f = conv_flops(conv.shape);
+  s.backward_flops = conv_f * (first ? 1 : 2) + 2 * (s.forward_flops - conv_f);
   return std::make_unique<PlainUnit>(s, conv, norm, first, workspace, scratch, k);
 }
 
@@ -204,9 +205,8 @@ std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout co
   s.saved_floats = 3 * s.out_floats + 4;
   s.scratch_floats = 3 * s.out_floats;
   s.eval_scratch_floats = s.saved_floats;
-  const double convs = conv_flops(conv1.shape) + conv_flops(conv2.shape), elementwise = 14.0 * double(s.out_floats);
-  s.forward_flops = convs + elementwise;
-  s.backward_flops = 2 * convs + 2 * elementwise;
+  s.forward_flops = layers_flops(s.layers);
+  s.backward_flops = 2 * s.forward_flops;  // each conv's input and weights' gradients; the rest twice
   return std::make_unique<ResidualUnit>(s, conv1, norm1, conv2, norm2, workspace, scratch, k);
 }
 
@@ -222,8 +222,10 @@ std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t 
   s.scratch_floats = std::max(channels, classes);  // the logits in forward, the pooled gradient in backward
   s.eval_scratch_floats = classes + channels;       // the logits and the pooled input
   s.layers = {plain_layer("pool", "pool", w_offset, channels, double(channels * spatial)),
-              {"fc", "linear", w_offset, s.param_count, classes, 2.0 * double(channels * classes)}};
-  s.forward_flops = double(channels * spatial) + 2.0 * double(channels * classes) + 5.0 * double(classes);
+              // with its softmax cross-entropy
+              {"fc", "linear", w_offset, s.param_count, classes,
+               2.0 * double(channels * classes) + 5.0 * double(classes)}};
+  s.forward_flops = layers_flops(s.layers);
   s.backward_flops = double(channels * spatial) + 4.0 * double(channels * classes);
   return std::make_unique<CnnHead>(s, channels, spatial, classes, w_offset, scratch, k);
 }

@@ -144,15 +144,14 @@ std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int6
   s.param_count = wpe + dims.positions * dims.c - wte;
   s.in_tokens = dims.t;  // its input is T token ids, not floats
   s.out_floats = dims.t * dims.c;
-  s.forward_flops = double(dims.t * dims.c);
-  s.backward_flops = 2.0 * double(dims.t * dims.c);
   s.layers = {{"embed", "embedding", wte, s.param_count, dims.t * dims.c, double(dims.t) * double(dims.c)}};
+  s.forward_flops = layers_flops(s.layers);
+  s.backward_flops = 2.0 * s.forward_flops;
   return std::make_unique<Embedding>(s, dims, wte, wpe, tied, k);
 }
 
 std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& dims, const GptLayerLayout& l,
                                       int64_t end, Scratch& scratch, const Kernels& k) {
-  const double T = double(dims.t), C = double(dims.c), NH = double(dims.nh);
   BlockShape s;
   s.name = name;
   s.kind = "transformer";
@@ -164,11 +163,9 @@ std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& di
   s.scratch_fixed_floats = k.attention_scratch(dims.t, dims.nh);
   s.eval_scratch_floats = dims.t * dims.c + s.saved_floats;
   // Matmuls 2 T C (3C + C + 4C + 4C); attention's two T x T products and softmax; norms, GELU, adds.
-  const double matmul = 2.0 * T * C * 12.0 * C, attention = 4.0 * T * T * C + 5.0 * NH * T * T;
-  const double elementwise = 16.0 * T * C + 40.0 * T * C;
-  s.forward_flops = matmul + attention + elementwise;
-  s.backward_flops = 2.0 * (matmul + attention) + 2.0 * elementwise;
   s.layers = gpt_layer_table(name + ".", dims, l, end);
+  s.forward_flops = layers_flops(s.layers);
+  s.backward_flops = 2.0 * s.forward_flops;  // each product's input and weights' gradients; the rest twice
   return std::make_unique<Layer>(s, dims, l, scratch, k);
 }
 
@@ -186,10 +183,12 @@ GptHead::GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, 
         s.scratch_floats = std::max(dims.t * dims.v, 2 * dims.t * dims.c);  // the logits; backward's gradients
         s.eval_scratch_floats = dims.t * dims.v + dims.t * dims.c + 2 * dims.t;
         const double T = double(dims.t), C = double(dims.c), V = double(dims.v);
-        s.forward_flops = 8.0 * T * C + 2.0 * T * C * V + 5.0 * T * V;
-        s.backward_flops = 8.0 * T * C + 4.0 * T * C * V;
         s.layers = {{"ln_f", "layernorm", lnf_g, 2 * dims.c, dims.t * dims.c + 2 * dims.t, 8.0 * T * C},
-                    {"lm_head", "linear", head_w, tied ? 0 : end - head_w, dims.t * dims.v, 2.0 * T * C * V}};
+                    // with its softmax cross-entropy
+                    {"lm_head", "linear", head_w, tied ? 0 : end - head_w, dims.t * dims.v,
+                     2.0 * T * C * V + 5.0 * T * V}};
+        s.forward_flops = layers_flops(s.layers);
+        s.backward_flops = 8.0 * T * C + 4.0 * T * C * V;
         return s;
       }()),
       dims_(dims), lnf_g_(lnf_g), head_w_(head_w), scratch_(scratch), k_(k), zero_bias_(k), dbias_(k) {

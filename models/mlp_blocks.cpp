@@ -154,7 +154,7 @@ std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<DenseLayou
     const double matmul = 2.0 * double(d.in) * double(d.out);
     if (relu_in) s.layers.push_back({fmt::format("relu{}", l), "relu", d.w_offset, 0, d.in, double(d.in)});
     s.layers.push_back({s.name, "linear", d.w_offset, s.param_count, d.out, matmul});
-    s.forward_flops = matmul + (relu_in ? double(d.in) : 0.0);
+    s.forward_flops = layers_flops(s.layers);
     // Weights' gradient, and the input's except in the first block (nobody needs the data's gradient).
     s.backward_flops = matmul * (l == 0 ? 1 : 2) + (relu_in ? 2.0 * double(d.in) : 0.0);
     if (head) blocks.push_back(std::make_unique<HeadBlock>(s, d, relu_in, scratch, k));
