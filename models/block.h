@@ -13,8 +13,10 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "lib/core/batch.h"
+#include "lib/core/param_range.h"
 #include "models/buffer.h"
 
 namespace dp {
@@ -23,6 +25,19 @@ struct StepStats {
   double loss_sum = 0;  // sum of the loss terms (one per sample, or one per token for language models)
   int64_t correct = 0;  // loss terms whose arg-max prediction was right
   int64_t count = 0;    // loss terms
+};
+
+// One layer of a block (a convolution, a norm, a ReLU, a linear map...), as the model's layer table lists
+// it (Model::layers(), the blocks' layers in order): the checkpoint fingerprint hashes the layers' kinds
+// and parameter counts, the gradient hooks' ranges are their parameter ranges, their FLOPs add up to the
+// block's forward FLOPs.
+struct LayerInfo {
+  std::string name;               // "fc1", "relu1", ...
+  std::string kind;               // "linear", "relu", ...
+  int64_t param_offset = 0;       // into Model::params(); a layer without parameters: where it sits
+  int64_t param_count = 0;
+  int64_t activations_per_sample = 0;  // floats this layer's output keeps for backward, per sample
+  double flops_per_sample = 0;    // forward; backward costs about twice this
 };
 
 struct BlockShape {
@@ -38,7 +53,11 @@ struct BlockShape {
   int64_t eval_scratch_floats = 0;   // per sample: of a forward that keeps nothing for backward (evaluation)
   int64_t scratch_fixed_floats = 0;  // per call whatever its samples, on top (attention's T x T)
   double forward_flops = 0, backward_flops = 0;  // per sample
+  std::vector<LayerInfo> layers;  // what it runs, in order; their parameter ranges tile its own
 };
+
+// The forward FLOPs of `layers`, per sample: what a block's forward_flops is.
+double layers_flops(const std::vector<LayerInfo>& layers);
 
 // The parameters (and gradients) a block reaches: a buffer holding the model's flat parameters from
 // offset `base` on (the whole model's, base 0, or a stage's).
@@ -109,6 +128,9 @@ class Block {
   explicit Block(BlockShape shape) : shape_(std::move(shape)) {}
   virtual ~Block() = default;
   const BlockShape& shape() const { return shape_; }
+  // The ranges its backward announces through BlockHooks::ready, in forward order, when wide layers run
+  // in slices of about `slice_floats` parameters (0: whole layers): its layers' with parameters.
+  virtual std::vector<ParamRange> hook_ranges(int64_t slice_floats) const;
 
   // d.x -> d.y (and d.saved). The head computes its loss terms instead, and with loss_scale > 0 also
   // loss_scale * d(loss)/d(its output) into d.saved for its backward; other blocks return {}.

@@ -147,6 +147,20 @@ class CnnHead final : public Block {
   const Kernels& k_;
 };
 
+// The layers of the model's layer table (models/block.h).
+LayerInfo conv_layer(const std::string& name, const ConvLayout& c) {
+  const int64_t out = c.shape.out_channels * c.shape.out_height() * c.shape.out_width();
+  return {name, "conv", c.w_offset, c.b_offset + c.shape.out_channels - c.w_offset, out, conv_flops(c.shape)};
+}
+// A norm keeps only its statistics for backward (it reads its input, the conv output, again).
+LayerInfo norm_layer(const std::string& name, const NormLayout& n) {
+  return {name, "norm", n.g_offset, 2 * n.channels, 2, 5.0 * double(n.channels * n.spatial)};
+}
+// A layer without parameters, after those ending at `at`.
+LayerInfo plain_layer(const std::string& name, const char* kind, int64_t at, int64_t activations, double flops) {
+  return {name, kind, at, 0, activations, flops};
+}
+
 BlockShape unit_shape(const std::string& name, const char* kind, int64_t first_offset, int64_t end,
                       const ConvLayout& conv) {
   BlockShape s;
@@ -163,26 +177,36 @@ BlockShape unit_shape(const std::string& name, const char* kind, int64_t first_o
 
 std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv, NormLayout norm, bool first,
                                        Buffer<float>& workspace, Scratch& scratch, const Kernels& k) {
-  BlockShape s = unit_shape(name, "conv_norm_relu", conv.w_offset, norm.b_offset + norm.channels, conv);
+  const int64_t end = norm.b_offset + norm.channels;
+  BlockShape s = unit_shape(name, "conv_norm_relu", conv.w_offset, end, conv);
+  s.layers = {conv_layer(name + ".conv", conv), norm_layer(name + ".norm", norm),
+              plain_layer(name + ".relu", "relu", end, s.out_floats, double(s.out_floats))};
   s.saved_floats = s.out_floats + 2;
   s.scratch_floats = s.out_floats;
   s.eval_scratch_floats = s.saved_floats;  // forward keeps its saved activations in scratch
-  const double conv_f = conv_flops(conv.shape), elementwise = 6.0 * double(s.out_floats);
-  s.forward_flops = conv_f + elementwise;
-  s.backward_flops = conv_f * (first ? 1 : 2) + 2 * elementwise;
+  s.forward_flops = layers_flops(s.layers);
+  // The conv's input gradient (but in the first block) and weights' gradient, the norm and ReLU twice.
+  const double conv_f = conv_flops(conv.shape);
+  s.backward_flops = conv_f * (first ? 1 : 2) + 2 * (s.forward_flops - conv_f);
   return std::make_unique<PlainUnit>(s, conv, norm, first, workspace, scratch, k);
 }
 
 std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout conv1, NormLayout norm1,
                                           ConvLayout conv2, NormLayout norm2, Buffer<float>& workspace,
                                           Scratch& scratch, const Kernels& k) {
-  BlockShape s = unit_shape(name, "residual", conv1.w_offset, norm2.b_offset + norm2.channels, conv1);
+  const int64_t end = norm2.b_offset + norm2.channels;
+  BlockShape s = unit_shape(name, "residual", conv1.w_offset, end, conv1);
+  const int64_t size = s.out_floats;
+  s.layers = {conv_layer(name + ".conv1", conv1), norm_layer(name + ".norm1", norm1),
+              plain_layer(name + ".relu1", "relu", conv2.w_offset, size, double(size)),
+              conv_layer(name + ".conv2", conv2), norm_layer(name + ".norm2", norm2),
+              plain_layer(name + ".add", "add", end, 0, double(size)),  // writes into relu2's buffer
+              plain_layer(name + ".relu2", "relu", end, size, double(size))};
   s.saved_floats = 3 * s.out_floats + 4;
   s.scratch_floats = 3 * s.out_floats;
   s.eval_scratch_floats = s.saved_floats;
-  const double convs = conv_flops(conv1.shape) + conv_flops(conv2.shape), elementwise = 14.0 * double(s.out_floats);
-  s.forward_flops = convs + elementwise;
-  s.backward_flops = 2 * convs + 2 * elementwise;
+  s.forward_flops = layers_flops(s.layers);
+  s.backward_flops = 2 * s.forward_flops;  // each conv's input and weights' gradients; the rest twice
   return std::make_unique<ResidualUnit>(s, conv1, norm1, conv2, norm2, workspace, scratch, k);
 }
 
@@ -197,7 +221,11 @@ std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t 
   s.saved_floats = channels + classes;
   s.scratch_floats = std::max(channels, classes);  // the logits in forward, the pooled gradient in backward
   s.eval_scratch_floats = classes + channels;       // the logits and the pooled input
-  s.forward_flops = double(channels * spatial) + 2.0 * double(channels * classes) + 5.0 * double(classes);
+  s.layers = {plain_layer("pool", "pool", w_offset, channels, double(channels * spatial)),
+              // with its softmax cross-entropy
+              {"fc", "linear", w_offset, s.param_count, classes,
+               2.0 * double(channels * classes) + 5.0 * double(classes)}};
+  s.forward_flops = layers_flops(s.layers);
   s.backward_flops = double(channels * spatial) + 4.0 * double(channels * classes);
   return std::make_unique<CnnHead>(s, channels, spatial, classes, w_offset, scratch, k);
 }

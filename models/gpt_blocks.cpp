@@ -114,6 +114,25 @@ class Layer final : public Block {
   const Kernels& k_;
 };
 
+// A transformer layer's rows of the model's layer table (models/block.h), `end` where its parameters end.
+// QK^T and att V are counted as full T x T products (the causal kernel computes about 60% of them), plus
+// the softmax.
+std::vector<LayerInfo> gpt_layer_table(const std::string& h, const GptDims& dims, const GptLayerLayout& l,
+                                       int64_t end) {
+  const int64_t T = dims.t, C = dims.c, NH = dims.nh;
+  const double dT = double(T), dC = double(C);
+  return {{h + "ln1", "layernorm", l.ln1_g, l.qkv_w - l.ln1_g, T * C + 2 * T, 8.0 * dT * dC},
+          {h + "qkv", "linear", l.qkv_w, l.proj_w - l.qkv_w, 3 * T * C, 2.0 * dT * dC * 3.0 * dC},
+          {h + "attn", "attention", l.proj_w, 0, NH * T * T + T * C, 4.0 * dT * dT * dC + 5.0 * double(NH) * dT * dT},
+          {h + "proj", "linear", l.proj_w, l.ln2_g - l.proj_w, 0, 2.0 * dT * dC * dC},
+          {h + "attn_res", "residual", l.ln2_g, 0, T * C, dT * dC},
+          {h + "ln2", "layernorm", l.ln2_g, l.fc_w - l.ln2_g, T * C + 2 * T, 8.0 * dT * dC},
+          {h + "fc", "linear", l.fc_w, l.fcp_w - l.fc_w, 4 * T * C, 2.0 * dT * dC * 4.0 * dC},
+          {h + "gelu", "gelu", l.fcp_w, 0, 4 * T * C, 4.0 * dT * dC * 10.0},
+          {h + "fc_proj", "linear", l.fcp_w, end - l.fcp_w, 0, 2.0 * dT * 4.0 * dC * dC},
+          {h + "mlp_res", "residual", end, 0, T * C, dT * dC}};
+}
+
 }  // namespace
 
 std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int64_t wpe, bool tied,
@@ -125,14 +144,14 @@ std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int6
   s.param_count = wpe + dims.positions * dims.c - wte;
   s.in_tokens = dims.t;  // its input is T token ids, not floats
   s.out_floats = dims.t * dims.c;
-  s.forward_flops = double(dims.t * dims.c);
-  s.backward_flops = 2.0 * double(dims.t * dims.c);
+  s.layers = {{"embed", "embedding", wte, s.param_count, dims.t * dims.c, double(dims.t) * double(dims.c)}};
+  s.forward_flops = layers_flops(s.layers);
+  s.backward_flops = 2.0 * s.forward_flops;
   return std::make_unique<Embedding>(s, dims, wte, wpe, tied, k);
 }
 
 std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& dims, const GptLayerLayout& l,
                                       int64_t end, Scratch& scratch, const Kernels& k) {
-  const double T = double(dims.t), C = double(dims.c), NH = double(dims.nh);
   BlockShape s;
   s.name = name;
   s.kind = "transformer";
@@ -144,10 +163,9 @@ std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& di
   s.scratch_fixed_floats = k.attention_scratch(dims.t, dims.nh);
   s.eval_scratch_floats = dims.t * dims.c + s.saved_floats;
   // Matmuls 2 T C (3C + C + 4C + 4C); attention's two T x T products and softmax; norms, GELU, adds.
-  const double matmul = 2.0 * T * C * 12.0 * C, attention = 4.0 * T * T * C + 5.0 * NH * T * T;
-  const double elementwise = 16.0 * T * C + 40.0 * T * C;
-  s.forward_flops = matmul + attention + elementwise;
-  s.backward_flops = 2.0 * (matmul + attention) + 2.0 * elementwise;
+  s.layers = gpt_layer_table(name + ".", dims, l, end);
+  s.forward_flops = layers_flops(s.layers);
+  s.backward_flops = 2.0 * s.forward_flops;  // each product's input and weights' gradients; the rest twice
   return std::make_unique<Layer>(s, dims, l, scratch, k);
 }
 
@@ -165,7 +183,11 @@ GptHead::GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, 
         s.scratch_floats = std::max(dims.t * dims.v, 2 * dims.t * dims.c);  // the logits; backward's gradients
         s.eval_scratch_floats = dims.t * dims.v + dims.t * dims.c + 2 * dims.t;
         const double T = double(dims.t), C = double(dims.c), V = double(dims.v);
-        s.forward_flops = 8.0 * T * C + 2.0 * T * C * V + 5.0 * T * V;
+        s.layers = {{"ln_f", "layernorm", lnf_g, 2 * dims.c, dims.t * dims.c + 2 * dims.t, 8.0 * T * C},
+                    // with its softmax cross-entropy
+                    {"lm_head", "linear", head_w, tied ? 0 : end - head_w, dims.t * dims.v,
+                     2.0 * T * C * V + 5.0 * T * V}};
+        s.forward_flops = layers_flops(s.layers);
         s.backward_flops = 8.0 * T * C + 4.0 * T * C * V;
         return s;
       }()),

@@ -14,20 +14,11 @@ Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, 
   std::vector<int64_t> widths{features};
   widths.insert(widths.end(), hidden.begin(), hidden.end());
   widths.push_back(classes);
-  int64_t offset = 0;
-  for (size_t l = 0; l + 1 < widths.size(); ++l) {
-    const int64_t in = widths[l], out = widths[l + 1];
-    const bool relu = l + 2 < widths.size();
-    dense_.push_back({in, out, offset});
-    layers_.push_back({fmt::format("fc{}", l + 1), "linear", offset, out * in + out, out,
-                       2.0 * double(in) * double(out)});
-    if (relu) layers_.push_back({fmt::format("relu{}", l + 1), "relu", offset + out * in + out, 0, out,
-                                 double(out)});
-    offset += out * in + out;
-  }
-  check_fits(offset, "the MLP");
-  blocks_ = make_mlp_blocks(widths, scratch_, k);
-  std::vector<float> init(size_t(offset), 0.0f);
+  dense_ = mlp_layout(widths);
+  const int64_t count = dense_.back().end();
+  check_fits(count, "the MLP");
+  blocks_ = make_mlp_blocks(dense_, scratch_, k);
+  std::vector<float> init(size_t(count), 0.0f);
   for (size_t l = 0; l < dense_.size(); ++l) {
     const DenseLayout& d = dense_[l];
     Rng rng(derive_seed(seed, l, /*tag=*/0x6d6c70));
@@ -36,18 +27,6 @@ Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, 
       init[size_t(d.w_offset + i)] = float((2.0 * rng.uniform() - 1.0) * bound);
   }
   set_parameters(init);
-}
-
-std::vector<ParamRange> Mlp::hook_ranges() const {
-  std::vector<ParamRange> ranges;
-  for (const DenseLayout& d : dense_) {
-    const auto rows = d.slice_rows(hook_slice_);
-    for (size_t j = 0; j + 1 < rows.size(); ++j) {
-      const int64_t begin = d.w_offset + rows[j] * d.in;
-      ranges.push_back({begin, d.slice_end(rows, j) - begin});
-    }
-  }
-  return ranges;
 }
 
 StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {

@@ -20,7 +20,6 @@ class Mlp final : public Model {
   StepStats forward_backward(const Batch& b, float loss_scale) override;
   StepStats evaluate(const Batch& b) override;
   std::string describe() const override;
-  std::vector<ParamRange> hook_ranges() const override;
 
  private:
   std::vector<DenseLayout> dense_;

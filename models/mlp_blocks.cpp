@@ -28,6 +28,17 @@ class LinearBlock : public Block {
   LinearBlock(BlockShape shape, DenseLayout d, bool relu_in, Scratch& scratch, const Kernels& k)
       : Block(std::move(shape)), d_(d), relu_in_(relu_in), scratch_(scratch), k_(k) {}
 
+  // Its Linear's, whole or slice by slice as backward announces them.
+  std::vector<ParamRange> hook_ranges(int64_t slice_floats) const override {
+    std::vector<ParamRange> ranges;
+    const auto rows = d_.slice_rows(slice_floats);
+    for (size_t j = 0; j + 1 < rows.size(); ++j) {
+      const int64_t begin = d_.w_offset + rows[j] * d_.in;
+      ranges.push_back({begin, d_.slice_end(rows, j) - begin});
+    }
+    return ranges;
+  }
+
   StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
     ActivationCarve c = scratch_.carve(d.n, relu_in_ ? d_.in : 0);
     linear(w, input(d.x, d.n, c), d.y, d.n, h);
@@ -113,19 +124,27 @@ class HeadBlock final : public LinearBlock {
 
 }  // namespace
 
-std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& widths, Scratch& scratch,
+std::vector<DenseLayout> mlp_layout(const std::vector<int64_t>& widths) {
+  std::vector<DenseLayout> layout;
+  int64_t offset = 0;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    layout.push_back({widths[l], widths[l + 1], offset});
+    offset = layout.back().end();
+  }
+  return layout;
+}
+
+std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<DenseLayout>& layout, Scratch& scratch,
                                                     const Kernels& k) {
   std::vector<std::unique_ptr<Block>> blocks;
-  int64_t offset = 0;
-  const size_t layers = widths.size() - 1;
-  for (size_t l = 0; l < layers; ++l) {
-    const DenseLayout d{widths[l], widths[l + 1], offset};
-    const bool head = l + 1 == layers, relu_in = l > 0;
+  for (size_t l = 0; l < layout.size(); ++l) {
+    const DenseLayout& d = layout[l];
+    const bool head = l + 1 == layout.size(), relu_in = l > 0;
     BlockShape s;
     s.name = fmt::format("fc{}", l + 1);
     s.kind = head ? "head" : relu_in ? "relu_linear" : "linear";
-    s.param_offset = offset;
-    s.param_count = d.end() - offset;
+    s.param_offset = d.w_offset;
+    s.param_count = d.end() - d.w_offset;
     s.in_floats = d.in;
     s.out_floats = head ? 0 : d.out;
     s.saved_floats = head ? d.out : 0;  // the head keeps its loss gradient
@@ -133,12 +152,13 @@ std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& 
     s.scratch_floats = std::max(relu_in ? 2 * d.in : 0, head ? (relu_in ? d.in : 0) + d.out : 0);
     s.eval_scratch_floats = (relu_in ? d.in : 0) + (head ? d.out : 0);
     const double matmul = 2.0 * double(d.in) * double(d.out);
-    s.forward_flops = matmul + (relu_in ? double(d.in) : 0.0);
+    if (relu_in) s.layers.push_back({fmt::format("relu{}", l), "relu", d.w_offset, 0, d.in, double(d.in)});
+    s.layers.push_back({s.name, "linear", d.w_offset, s.param_count, d.out, matmul});
+    s.forward_flops = layers_flops(s.layers);
     // Weights' gradient, and the input's except in the first block (nobody needs the data's gradient).
     s.backward_flops = matmul * (l == 0 ? 1 : 2) + (relu_in ? 2.0 * double(d.in) : 0.0);
     if (head) blocks.push_back(std::make_unique<HeadBlock>(s, d, relu_in, scratch, k));
     else blocks.push_back(std::make_unique<LinearBlock>(s, d, relu_in, scratch, k));
-    offset = d.end();
   }
   return blocks;
 }

@@ -24,9 +24,13 @@ struct DenseLayout {
   int64_t slice_end(const std::vector<int64_t>& rows, size_t j) const;
 };
 
-// The blocks of an MLP of `widths` (features, hidden..., classes), parameters laid out in order from 0,
-// their working memory in `scratch` (which must outlive them).
-std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<int64_t>& widths, Scratch& scratch,
+// The Linear layers of an MLP of `widths` (features, hidden..., classes), parameters laid out in order
+// from 0.
+std::vector<DenseLayout> mlp_layout(const std::vector<int64_t>& widths);
+
+// The blocks of an MLP of `layout` (mlp_layout), their working memory in `scratch` (which must outlive
+// them). Their layers: fc1, then relu1 fc2, ...: a ReLU belongs to the block of the Linear it feeds.
+std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<DenseLayout>& layout, Scratch& scratch,
                                                     const Kernels& k);
 
 }  // namespace dp

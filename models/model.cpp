@@ -14,7 +14,8 @@ namespace dp {
 
 uint64_t Model::fingerprint() const {
   // FNV-1a over the type, the input dimensions the parameters do not show, and each layer's kind and
-  // parameter count.
+  // parameter count: the blocks' layers, hashed as the models' own layer tables were, so checkpoints of
+  // earlier versions still resume (tests/models/test_model_layout.cpp pins the values).
   uint64_t h = 0xcbf29ce484222325ull;
   auto mix = [&h](const void* data, size_t bytes) {
     const auto* p = static_cast<const unsigned char*>(data);
@@ -23,11 +24,17 @@ uint64_t Model::fingerprint() const {
   const std::string t = type();
   mix(t.data(), t.size());
   for (int64_t d : unparameterised_input()) mix(&d, sizeof d);
-  for (const LayerInfo& l : layers_) {
+  for (const LayerInfo& l : layers()) {
     mix(l.kind.data(), l.kind.size());
     mix(&l.param_count, sizeof l.param_count);
   }
   return h;
+}
+
+std::vector<LayerInfo> Model::layers() const {
+  std::vector<LayerInfo> all;
+  for (const auto& b : blocks_) all.insert(all.end(), b->shape().layers.begin(), b->shape().layers.end());
+  return all;
 }
 
 StepStats Model::run_blocks(const float* x, const int32_t* tokens, const int32_t* targets, int64_t n,
@@ -100,14 +107,16 @@ void Model::params_from_host(std::span<const float> host) {
 
 std::vector<ParamRange> Model::hook_ranges() const {
   std::vector<ParamRange> ranges;
-  for (const LayerInfo& l : layers_)
-    if (l.param_count > 0) ranges.push_back({l.param_offset, l.param_count});
+  for (const auto& b : blocks_) {
+    const std::vector<ParamRange> own = b->hook_ranges(hook_slice_);
+    ranges.insert(ranges.end(), own.begin(), own.end());
+  }
   return ranges;
 }
 
 double Model::flops_per_sample() const {
   double f = 0;
-  for (const LayerInfo& l : layers_) f += l.flops_per_sample;
+  for (const LayerInfo& l : layers()) f += l.flops_per_sample;
   return f;
 }
 

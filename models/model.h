@@ -1,9 +1,10 @@
 // A model is an ordered list of blocks (models/block.h) over one flat parameter buffer and one flat
 // gradient buffer (per-block views are offsets into them), so collectives, optimizers and checkpoints work
-// on flat ranges. Each block reports its parameters, activations and FLOPs for the planners (the older
-// per-layer table, layers(), remains for FLOP counts and tests). A model runs
-// on the kernel table it is built with (kernels/kernel_table.h): its buffers live in that backend's
-// memory, and batches (host memory) are copied there when it is not the host's.
+// on flat ranges. Each block reports its parameters, activations and FLOPs for the planners, and its
+// layers: the model's layer table, fingerprint, hook ranges and FLOP count are read from the blocks, the
+// one description of the architecture. A model runs on the kernel table it is built with
+// (kernels/kernel_table.h): its buffers live in that backend's memory, and batches (host memory) are
+// copied there when it is not the host's.
 #pragma once
 
 #include <cstdint>
@@ -22,15 +23,6 @@
 
 namespace dp {
 
-struct LayerInfo {
-  std::string name;               // "fc1", "relu1", ...
-  std::string kind;               // "linear", "relu", ...
-  int64_t param_offset = 0;       // into Model::params()
-  int64_t param_count = 0;
-  int64_t activations_per_sample = 0;  // floats this layer's output keeps for backward, per sample
-  double flops_per_sample = 0;    // forward; backward costs about twice this
-};
-
 class Model {
  public:
   explicit Model(const Kernels& k)
@@ -39,7 +31,8 @@ class Model {
 
   virtual std::string type() const = 0;
   const Kernels& kernels() const { return k_; }
-  const std::vector<LayerInfo>& layers() const { return layers_; }
+  // The blocks' layers, in order (models/block.h).
+  std::vector<LayerInfo> layers() const;
   // The model as blocks, in order (models/block.h): what a pipeline stage runs (models/stage.h).
   int block_count() const { return int(blocks_.size()); }
   Block& block(int i) { return *blocks_[size_t(i)]; }
@@ -69,9 +62,9 @@ class Model {
   // to the hooks on its own, so that communicating one slice overlaps computing the next; 0 (the default)
   // runs whole layers. The arithmetic is the same either way, up to rounding.
   void set_hook_slice(int64_t floats) { hook_slice_ = floats; }
-  // The ranges the hooks announce, in forward order, covering every parameter: the layers' (those with
-  // parameters), or their slices. Communication buckets are planned over these.
-  virtual std::vector<ParamRange> hook_ranges() const;
+  // The ranges the hooks announce, in forward order, covering every parameter: the blocks' (their layers
+  // with parameters, or their slices). Communication buckets are planned over these.
+  std::vector<ParamRange> hook_ranges() const;
 
   // Forward and backward on a batch. Overwrites grads() with loss_scale * d(sum of loss terms)/d(params);
   // b.n may be 0 (gradients become zero).
@@ -82,7 +75,7 @@ class Model {
   virtual int64_t evaluation_chunk() const { return 0; }
   // Loss terms per sample: 1 for classifiers, the context length for language models.
   virtual int64_t targets_per_sample() const { return 1; }
-  // Forward FLOPs of one sample (sum over layers); backward costs about twice this.
+  // Forward FLOPs of one sample (sum over the layers); backward costs about twice this.
   double flops_per_sample() const;
 
   // Identifies the architecture (type, the input dimensions the parameters do not show, and each layer's
@@ -122,7 +115,6 @@ class Model {
   }
 
   const Kernels& k_;
-  std::vector<LayerInfo> layers_;
   Scratch scratch_;  // the blocks' working memory (before blocks_: they refer to it)
   std::vector<std::unique_ptr<Block>> blocks_;
   int64_t hook_slice_ = 0;

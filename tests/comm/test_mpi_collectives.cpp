@@ -11,6 +11,7 @@
 #include "lib/comm/collective_bench.h"
 #include "lib/core/error.h"
 #include "tests/comm/collective_testing.h"
+#include "tests/skip_tally.h"
 
 namespace {
 
@@ -18,9 +19,17 @@ struct MpiFixture {
   MpiFixture()
       : runtime(&boost::unit_test::framework::master_test_suite().argc,
                 &boost::unit_test::framework::master_test_suite().argv) {}
+  ~MpiFixture() { test_skips::agree_across_ranks(*dp::mpi_world()); }  // before MPI ends
   dp::MpiRuntime runtime;
 };
 BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);
+
+// The precondition of the case with a background thread (tests/main_with_skips.cpp: skipped, not passed).
+boost::test_tools::assertion_result thread_multiple(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result provided(dp::MpiRuntime::thread_multiple());
+  provided.message() << "this MPI does not provide MPI_THREAD_MULTIPLE";
+  return provided;
+}
 
 template <class T>
 std::span<std::byte> bytes(T& v) {
@@ -65,8 +74,8 @@ BOOST_AUTO_TEST_CASE(point_to_point) {
   comm->barrier();
 }
 
-BOOST_AUTO_TEST_CASE(background_thread_communicates_alongside_the_main_thread) {
-  if (!dp::MpiRuntime::thread_multiple()) return;  // MPI without MPI_THREAD_MULTIPLE: nothing to test
+BOOST_AUTO_TEST_CASE(background_thread_communicates_alongside_the_main_thread,
+                     *boost::unit_test::precondition(thread_multiple)) {
   auto comm = dp::mpi_world();
   const int r = comm->rank(), n = comm->size(), right = (r + 1) % n, left = (r + n - 1) % n;
   int background_got = -1, main_got = -1;

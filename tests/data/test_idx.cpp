@@ -235,12 +235,16 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_missing_files_name_the_package) {
   BOOST_CHECK_THROW(dp::load_dataset(s, 1), dp::DataError);
 }
 
-BOOST_AUTO_TEST_CASE(real_fashion_mnist) {
+// The precondition of the case on the real dataset (tests/main_with_skips.cpp: skipped, not passed).
+boost::test_tools::assertion_result fashion_mnist_installed(boost::unit_test::test_unit_id) {
+  const std::string images = dp::fashion_mnist_dir("") + "/train-images-idx3-ubyte.gz";
+  boost::test_tools::assertion_result installed(fs::exists(images));
+  installed.message() << "Debian's dataset-fashion-mnist is not installed (no " << images << ")";
+  return installed;
+}
+
+BOOST_AUTO_TEST_CASE(real_fashion_mnist, *boost::unit_test::precondition(fashion_mnist_installed)) {
   const std::string dir = dp::fashion_mnist_dir("");
-  if (!fs::exists(dir + "/train-images-idx3-ubyte.gz")) {
-    BOOST_TEST_MESSAGE("skipped: Debian's dataset-fashion-mnist is not installed (no " << dir << ")");
-    return;
-  }
   const auto start = std::chrono::steady_clock::now();
   const dp::DatasetSplits d = dp::load_dataset(dp::DataSection{}, 1);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

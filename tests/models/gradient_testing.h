@@ -2,6 +2,8 @@
 // comparison used against them.
 #pragma once
 
+#include <boost/test/unit_test.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -35,8 +37,11 @@ inline double numeric_grad(std::vector<float>& v, size_t i, const std::function<
   return (up - down) / (2.0 * double(eps));
 }
 
-// The scalar loss sum(y * r) makes dL/dy = r.
+// The scalar loss sum(y * r) makes dL/dy = r. Both equally long and not empty: a gradient check over
+// an empty output would pass without checking anything.
 inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  BOOST_TEST_REQUIRE(!b.empty(), "dot of empty vectors");
+  BOOST_TEST_REQUIRE(a.size() == b.size(), "dot of " << a.size() << " and " << b.size() << " values");
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += double(a[i]) * double(b[i]);
   return s;

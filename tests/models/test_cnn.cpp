@@ -275,6 +275,8 @@ BOOST_AUTO_TEST_CASE(production_conv_matches_the_reference_on_the_cnn_layers) {
       const Out got = run(kConvImpls[0]), want = run(kConvImpls[1]);
       // Sums of up to C*K*K (forward, input gradient) or N*P*Q (weights) terms in another order.
       auto close = [](const std::vector<float>& a, const std::vector<float>& r, double tol) {
+        BOOST_TEST_REQUIRE(!r.empty(), "nothing to compare");
+        BOOST_TEST_REQUIRE(a.size() == r.size(), a.size() << " values against " << r.size());
         double worst = 0, scale = 0;
         for (size_t i = 0; i < r.size(); ++i) scale = std::max(scale, double(std::abs(r[i])));
         for (size_t i = 0; i < r.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - r[i])));
@@ -494,7 +496,7 @@ BOOST_AUTO_TEST_CASE(layer_list_covers_every_parameter) {
 BOOST_AUTO_TEST_CASE(initialisation_is_deterministic_and_pytorch_like) {
   const auto shape = image_shape(1, 12, 12, 10);
   dp::Cnn a(cnn_spec({8, 16}, 1), shape, 42), b(cnn_spec({8, 16}, 1), shape, 42), c(cnn_spec({8, 16}, 1), shape, 43);
-  BOOST_TEST(std::equal(a.params().begin(), a.params().end(), b.params().begin()));
+  BOOST_TEST(std::equal(a.params().begin(), a.params().end(), b.params().begin(), b.params().end()));
   BOOST_TEST(!std::equal(a.params().begin(), a.params().end(), c.params().begin()));
   for (const dp::LayerInfo& l : a.layers()) {
     const auto v = a.params().subspan(size_t(l.param_offset), size_t(l.param_count));

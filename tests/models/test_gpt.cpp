@@ -32,6 +32,8 @@ std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0, do
 Vec to_double(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
 
 double dot(const Vec& a, const Vec& b) {
+  BOOST_TEST_REQUIRE(!b.empty(), "dot of empty vectors");
+  BOOST_TEST_REQUIRE(a.size() == b.size(), "dot of " << a.size() << " and " << b.size() << " values");
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
@@ -415,7 +417,7 @@ BOOST_AUTO_TEST_CASE(gradients_are_overwritten_and_buffers_reused) {
   const std::vector<float> g1(model.grads().begin(), model.grads().end());
   model.forward_backward(big, 0.5f);    // grows the buffers
   model.forward_backward(small, 0.5f);  // reuses them: same result as before, nothing accumulated
-  BOOST_TEST(std::equal(g1.begin(), g1.end(), model.grads().begin()));
+  BOOST_TEST(std::equal(g1.begin(), g1.end(), model.grads().begin(), model.grads().end()));
   // A zero-sample batch zeroes the gradient.
   BOOST_TEST(model.forward_backward({0, nullptr, nullptr, nullptr}, 1.0f).count == 0);
   BOOST_TEST(std::all_of(model.grads().begin(), model.grads().end(), [](float v) { return v == 0.0f; }));
@@ -493,7 +495,7 @@ BOOST_AUTO_TEST_CASE(layer_list_parameters_and_initialisation) {
     BOOST_TEST(stats(ln1.param_offset + C, C).second == 0.0);              // beta
 
     dp::Gpt same(gpt_spec(L, 4, C, P, tied), text_shape(V, T), 7), other(gpt_spec(L, 4, C, P, tied), text_shape(V, T), 8);
-    BOOST_TEST(std::equal(model.params().begin(), model.params().end(), same.params().begin()));
+    BOOST_TEST(std::equal(model.params().begin(), model.params().end(), same.params().begin(), same.params().end()));
     BOOST_TEST(!std::equal(model.params().begin(), model.params().end(), other.params().begin()));
     BOOST_TEST(model.fingerprint() == same.fingerprint());
   }

@@ -55,6 +55,8 @@ BOOST_AUTO_TEST_CASE(linear_slices_compose_to_the_whole_layer) {
   dp::cpu::linear_add_bias(b.data(), ys.data(), n, out);
   dp::cpu::linear_bias_grad(dy.data(), dbs.data(), n, out, false);
   auto close = [](const std::vector<float>& got, const std::vector<float>& want) {
+    BOOST_TEST_REQUIRE(!want.empty(), "nothing to compare");
+    BOOST_TEST_REQUIRE(got.size() == want.size(), got.size() << " values against " << want.size());
     for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(rel_diff(got[i], want[i]) < 1e-5);
   };
   close(ys, y);

@@ -149,7 +149,7 @@ void check_two_stages(Model& model, const SampleShape& shape, int cut) {
     through_second(2);
     BOOST_TEST(loss == ref_stats.loss_sum, tt::tolerance(1e-6));
     expect_close(concat(first.grads(), second.grads()), ref, 1e-4);  // convolutions: long sums
-    BOOST_TEST(std::equal(params.begin(), params.end(), model.params_to_host().begin()));  // stages copy, never write
+    BOOST_TEST((params == model.params_to_host()));  // stages copy, never write
   }
 }
 

@@ -96,6 +96,8 @@ std::vector<std::vector<float>> train(const GradSyncOptions& options, int ranks,
 }
 
 double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  BOOST_TEST_REQUIRE(!b.empty(), "the reference is empty: nothing to compare");
+  BOOST_TEST_REQUIRE(a.size() == b.size(), "vectors of " << a.size() << " and " << b.size() << " values");
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i)
     worst = std::max(worst, std::abs(double(a[i]) - b[i]) / std::max(1e-3, std::abs(double(b[i]))));

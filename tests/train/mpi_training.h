@@ -17,13 +17,16 @@
 #include "lib/comm/communicator.h"
 #include "lib/job/job.h"
 #include "lib/train/trainer.h"
+#include "tests/skip_tally.h"
 
 namespace mpi_training {
 
 // In the test file: using mpi_training::MpiFixture; BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);
+// Its destructor settles skips across the ranks while MPI is still up (tests/skip_tally.h).
 struct MpiFixture {
   MpiFixture() : runtime(&boost::unit_test::framework::master_test_suite().argc,
                          &boost::unit_test::framework::master_test_suite().argv) {}
+  ~MpiFixture() { test_skips::agree_across_ranks(*dp::mpi_world()); }
   dp::MpiRuntime runtime;
 };
 
@@ -46,8 +49,11 @@ inline dp::RunResult train_job(const char* job, dp::Communicator& comm, const st
   return dp::train(dp::parse_job(job, "test-job", overrides), comm, o);
 }
 
-// The largest |a_i - b_i| / |b_i|.
+// The largest |a_i - b_i| / |b_i|. The curves must be equally long and not empty: a run that recorded
+// no losses, or fewer than its reference, fails the test case here instead of comparing nothing.
 inline double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  BOOST_TEST_REQUIRE(!b.empty(), "the reference curve is empty: nothing to compare");
+  BOOST_TEST_REQUIRE(a.size() == b.size(), "curves of " << a.size() << " and " << b.size() << " losses");
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
   return worst;

@@ -1,0 +1,19 @@
+// What a block derives from its layers (models/block.h).
+#include "models/block.h"
+
+namespace dp {
+
+double layers_flops(const std::vector<LayerInfo>& layers) {
+  double f = 0;
+  for (const LayerInfo& l : layers) f += l.flops_per_sample;
+  return f;
+}
+
+std::vector<ParamRange> Block::hook_ranges(int64_t /*slice_floats: whole layers here*/) const {
+  std::vector<ParamRange> ranges;
+  for (const LayerInfo& l : shape_.layers)
+    if (l.param_count > 0) ranges.push_back({l.param_offset, l.param_count});
+  return ranges;
+}
+
+}  // namespace dp
