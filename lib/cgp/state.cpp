@@ -65,7 +65,10 @@ Bottleneck slowest_link_between(const std::vector<int>& members, const Cluster& 
 Bottleneck slowest_level_used(const std::array<bool, 3>& uses, const Topology& t) {
   Bottleneck b;
   for (int lv = 0; lv < 3; ++lv)
-    if (uses[size_t(lv)]) b.gbps = std::min(b.gbps, t.level[lv].gbps), b.latency_us = std::max(b.latency_us, t.level[lv].latency_us);
+    if (uses[size_t(lv)]) {
+      b.gbps = std::min(b.gbps, t.level[lv].gbps);
+      b.latency_us = std::max(b.latency_us, t.level[lv].latency_us);
+    }
   return b;
 }
 

@@ -69,7 +69,8 @@ SlowVerdict slower_than_the_others(const std::vector<RankFigures>& ranks, const 
     if (r.samples <= 0) continue;
     std::vector<double> others;
     for (size_t j = 0; j < ranks.size(); ++j)
-      if (j != i && ranks[j].samples > 0 && (!c.by_stage || ranks[j].stage == r.stage)) others.push_back(c.cost(ranks[j]));
+      if (j != i && ranks[j].samples > 0 && (!c.by_stage || ranks[j].stage == r.stage))
+        others.push_back(c.cost(ranks[j]));
     const double typical = median(others);
     if (others.empty() || typical <= 0) continue;
     const double ratio = c.cost(r) / typical;
