@@ -3,12 +3,119 @@
 // jitter), ring allreduce over the slowest link between members, the uncontended exchange with the
 // server and the all-gather after it.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "lib/cgp/cgp_internal.h"
 #include "lib/core/error.h"
 
 namespace dp::cgp::detail {
+namespace {
+
+// The slowest member's speed and the members' speed sum, afresh (so that long searches do not drift).
+void resum_speeds(const std::vector<int>& members, const std::vector<double>& speed, double& min_speed,
+                  double& speed_sum) {
+  min_speed = std::numeric_limits<double>::infinity();
+  speed_sum = 0;
+  for (int m : members) {
+    min_speed = std::min(min_speed, speed[size_t(m)]);
+    speed_sum += speed[size_t(m)];
+  }
+}
+
+// I-DAT: every member's share takes the same time on average.
+double balanced_compute(double batch, int k, double speed_sum, const Workload& w) {
+  return batch * w.sample_seconds / speed_sum * (1 + w.compute_cv * expected_max_of_normals(k));
+}
+
+// Equal shares: the slowest member decides, or one of those its jitter reaches.
+double slowest_member_compute(double batch, const std::vector<int>& members, const std::vector<double>& speed,
+                              double min_speed, const Workload& w) {
+  const int k = int(members.size());
+  const double slowest = std::ceil(batch / k) * w.sample_seconds / min_speed;
+  int contenders = 1;
+  if (w.compute_cv > 0 && k > 1) {
+    contenders = 0;
+    const double reach = min_speed / std::max(1e-9, 1 - 2 * w.compute_cv);
+    for (int m : members) contenders += speed[size_t(m)] <= reach ? 1 : 0;
+  }
+  return slowest * (1 + w.compute_cv * expected_max_of_normals(contenders));
+}
+
+// The slowest bandwidth and the largest latency a group's messages meet.
+struct Bottleneck {
+  double gbps = std::numeric_limits<double>::infinity();
+  double latency_us = 0;
+};
+
+// Matrix clusters: over every link between two members, both ways.
+Bottleneck slowest_link_between(const std::vector<int>& members, const Cluster& cluster) {
+  Bottleneck b;
+  for (int a : members)
+    for (int c : members)
+      if (a != c) {
+        const Link l = cluster.link(a, c);
+        b.gbps = std::min(b.gbps, l.gbps);
+        b.latency_us = std::max(b.latency_us, l.latency_us);
+      }
+  return b;
+}
+
+// Level clusters: over the levels (same node, same rack, across racks) the group uses.
+Bottleneck slowest_level_used(const std::array<bool, 3>& uses, const Topology& t) {
+  Bottleneck b;
+  for (int lv = 0; lv < 3; ++lv)
+    if (uses[size_t(lv)]) {
+      b.gbps = std::min(b.gbps, t.level[lv].gbps);
+      b.latency_us = std::max(b.latency_us, t.level[lv].latency_us);
+    }
+  return b;
+}
+
+// Ring allreduce: 2(k-1) messages of 1/k of the update over the slowest link between members. After
+// an exchange the members all-gather their slices of the global model: (k-1) messages of 1/k.
+void add_ring_terms(int k, double param_bytes, const Bottleneck& ring, GroupTerms& out) {
+  const double bits = param_bytes * 8 / (ring.gbps * 1e9);
+  out.allreduce = 2.0 * (k - 1) / k * bits + 2.0 * (k - 1) * ring.latency_us * 1e-6;
+  out.gather = double(k - 1) / k * bits + (k - 1) * ring.latency_us * 1e-6;
+}
+
+// Exchange: every member other than the server sends its 1/k shard of the update; the server's
+// interface takes them in one after another, and sends each member its shard of the global model back
+// as soon as that member's shard is applied (its outgoing direction works while the incoming one
+// still takes the others in), so the exchange holds the server for the sum of the pushes, the last
+// member's pull, and a latency each way. The server's own shard costs nothing.
+struct ServerTraffic {
+  double push = 0, pull = 0, latency = 0;  // seconds
+};
+
+// Matrix clusters: each member's own links to the server.
+ServerTraffic traffic_over_links(const std::vector<int>& members, const Topology& t, double shard) {
+  ServerTraffic x;
+  for (int m : members)
+    if (m != t.server) {
+      const Link in = t.cluster->link(m, t.server), back = t.cluster->link(t.server, m);
+      x.push += in.bandwidth_seconds(shard);
+      x.pull = std::max(x.pull, back.bandwidth_seconds(shard));
+      x.latency = std::max({x.latency, in.latency_us * 1e-6, back.latency_us * 1e-6});
+    }
+  return x;
+}
+
+// Level clusters: the members on the server's node, in its rack and beyond it.
+ServerTraffic traffic_over_levels(const std::array<int, 3>& counts, const Topology& t, double shard) {
+  ServerTraffic x;
+  for (int lv = 0; lv < 3; ++lv)
+    if (counts[size_t(lv)] > 0) {
+      const double one = t.level[lv].bandwidth_seconds(shard);
+      x.push += counts[size_t(lv)] * one;
+      x.pull = std::max(x.pull, one);
+      x.latency = std::max(x.latency, t.level[lv].latency_us * 1e-6);
+    }
+  return x;
+}
+
+}  // namespace
 
 GroupingState::GroupingState(const Topology& t, const Workload& w)
     : t_(t), w_(w), label_(size_t(t.n), -1), pos_(size_t(t.n), -1) {}
@@ -113,88 +220,34 @@ void GroupingState::remove(int rank) {
 
 void GroupingState::compute_terms(Group& g) {
   const int k = int(g.members.size());
-  const Workload& w = w_;
   if (!g.min_valid) {
-    g.min_speed = std::numeric_limits<double>::infinity();
-    g.speed_sum = 0;  // re-summed too, so that long searches do not drift
-    for (int m : g.members) {
-      g.min_speed = std::min(g.min_speed, t_.speed[size_t(m)]);
-      g.speed_sum += t_.speed[size_t(m)];
-    }
+    resum_speeds(g.members, t_.speed, g.min_speed, g.speed_sum);
     g.min_valid = true;
   }
   GroupTerms& out = g.cached;
-  out.batch = std::max<int64_t>(1, std::llround(double(w.global_batch) * k / t_.n));
-  const double b = double(out.batch);
-  if (w.balanced) {  // I-DAT: every member's share takes the same time on average
-    out.compute = b * w.sample_seconds / g.speed_sum * (1 + w.compute_cv * expected_max_of_normals(k));
-  } else {           // equal shares: the slowest member decides, or one of those its jitter reaches
-    const double slowest = std::ceil(b / k) * w.sample_seconds / g.min_speed;
-    int contenders = 1;
-    if (w.compute_cv > 0 && k > 1) {
-      contenders = 0;
-      const double reach = g.min_speed / std::max(1e-9, 1 - 2 * w.compute_cv);
-      for (int m : g.members) contenders += t_.speed[size_t(m)] <= reach ? 1 : 0;
-    }
-    out.compute = slowest * (1 + w.compute_cv * expected_max_of_normals(contenders));
+  out.batch = std::max<int64_t>(1, std::llround(double(w_.global_batch) * k / t_.n));
+  out.compute = w_.balanced ? balanced_compute(double(out.batch), k, g.speed_sum, w_)
+                            : slowest_member_compute(double(out.batch), g.members, t_.speed, g.min_speed, w_);
+  if (t_.matrix && k > 1 && !g.links_valid) {
+    const Bottleneck between = slowest_link_between(g.members, *t_.cluster);
+    g.bw_min = between.gbps;
+    g.lat_max = between.latency_us;
+    g.links_valid = true;
   }
-  // Ring allreduce: 2(k-1) messages of 1/k of the update over the slowest link between members.
-  double bw = std::numeric_limits<double>::infinity(), lat = 0;
   if (k > 1) {
-    if (t_.matrix) {
-      if (!g.links_valid) {
-        g.bw_min = std::numeric_limits<double>::infinity();
-        g.lat_max = 0;
-        for (int a : g.members)
-          for (int c : g.members)
-            if (a != c) {
-              const Link l = t_.cluster->link(a, c);
-              g.bw_min = std::min(g.bw_min, l.gbps);
-              g.lat_max = std::max(g.lat_max, l.latency_us);
-            }
-        g.links_valid = true;
-      }
-      bw = g.bw_min;
-      lat = g.lat_max;
-    } else {
-      const bool uses[3] = {g.nodes_with_pair > 0, g.racks_with_two_nodes > 0, g.racks_used > 1};
-      for (int lv = 0; lv < 3; ++lv)
-        if (uses[lv]) bw = std::min(bw, t_.level[lv].gbps), lat = std::max(lat, t_.level[lv].latency_us);
-    }
-    const double bits = w.param_bytes * 8 / (bw * 1e9);
-    out.allreduce = 2.0 * (k - 1) / k * bits + 2.0 * (k - 1) * lat * 1e-6;
-    // After an exchange the members all-gather their slices of the global model: (k-1) messages of 1/k.
-    out.gather = double(k - 1) / k * bits + (k - 1) * lat * 1e-6;
+    const Bottleneck ring = t_.matrix ? Bottleneck{g.bw_min, g.lat_max}
+                                      : slowest_level_used({g.nodes_with_pair > 0, g.racks_with_two_nodes > 0,
+                                                            g.racks_used > 1}, t_);
+    add_ring_terms(k, w_.param_bytes, ring, out);
   } else {
     out.allreduce = out.gather = 0;
   }
   out.step = out.compute + out.allreduce;
-  // Exchange: every member other than the server sends its 1/k shard of the update; the server's
-  // interface takes them in one after another, and sends each member its shard of the global model back
-  // as soon as that member's shard is applied (its outgoing direction works while the incoming one
-  // still takes the others in), so the exchange holds the server for the sum of the pushes, the last
-  // member's pull, and a latency each way. The server's own shard costs nothing.
-  const double shard = w.param_bytes / k;
-  double push = 0, pull = 0, latency = 0;
-  if (t_.matrix) {
-    for (int m : g.members)
-      if (m != t_.server) {
-        const Link in = t_.cluster->link(m, t_.server), back = t_.cluster->link(t_.server, m);
-        push += in.bandwidth_seconds(shard);
-        pull = std::max(pull, back.bandwidth_seconds(shard));
-        latency = std::max({latency, in.latency_us * 1e-6, back.latency_us * 1e-6});
-      }
-  } else {
-    const int counts[3] = {g.on_server_node, g.in_server_rack, g.off_server_rack};
-    for (int lv = 0; lv < 3; ++lv)
-      if (counts[lv] > 0) {
-        const double one = t_.level[lv].bandwidth_seconds(shard);
-        push += counts[lv] * one;
-        pull = std::max(pull, one);
-        latency = std::max(latency, t_.level[lv].latency_us * 1e-6);
-      }
-  }
-  out.exchange = push > 0 ? push + pull + 2 * latency : 0;
+  const double shard = w_.param_bytes / k;
+  const ServerTraffic traffic = t_.matrix ? traffic_over_links(g.members, t_, shard)
+                                          : traffic_over_levels({g.on_server_node, g.in_server_rack,
+                                                                 g.off_server_rack}, t_, shard);
+  out.exchange = traffic.push > 0 ? traffic.push + traffic.pull + 2 * traffic.latency : 0;
   g.dirty = false;
 }
 

@@ -220,18 +220,12 @@ class Heuristic {
   std::vector<StageInfo> info_;
 };
 
-}  // namespace
+using Clock = std::chrono::steady_clock;
+using Deadline = decltype(Clock::now() + std::chrono::duration<double>(0));
 
-PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches,
-                                    const PlanOptions& o, bool respect_memory) {
-  const auto start = std::chrono::steady_clock::now();
-  const int n = int(w.blocks.size()), d = c.size();
-  const int64_t mb = w.global_batch / micro_batches;
-  Heuristic h(w, c, micro_batches, respect_memory);
-
-  // Starts: for each stage count, an order cut into equal runs (as many devices as shares allow): the
-  // locality order, and the devices by memory and by speed (when not every device can take part, or
-  // the small ones cannot hold a stage).
+// The orders the starts cut: the locality order, and the devices by memory and by speed (for when not
+// every device can take part, or the small ones cannot hold a stage).
+std::vector<std::vector<int>> start_orders(const Cluster& c) {
   std::vector<std::vector<int>> orders{detail::locality_order(c)};
   for (auto key : {&ClusterRank::memory_gb, &ClusterRank::speed}) {
     std::vector<int> o = orders[0];
@@ -241,46 +235,69 @@ PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t
     });
     orders.push_back(o);
   }
-  Sets best_sets;
-  Plan best_plan;
-  double best_t = kInf;
-  const auto limit = start + std::chrono::duration<double>(o.heuristic_seconds);
-  for (const auto& order : orders)
+  return orders;
+}
+
+// `order` cut into S runs of equal size (as many devices as the mb samples of a micro-batch allow),
+// each sorted.
+Sets equal_runs(const std::vector<int>& order, int S, int d, int64_t mb) {
+  int64_t per = d / S, extra = d % S;
+  if (per >= mb) per = mb, extra = 0;
+  Sets sets(static_cast<size_t>(S));
+  for (int s = 0, i = 0; s < S; ++s) {
+    for (int64_t k = 0; k < per + (s < extra ? 1 : 0); ++k) sets[size_t(s)].push_back(order[size_t(i++)]);
+    std::sort(sets[size_t(s)].begin(), sets[size_t(s)].end());
+  }
+  return sets;
+}
+
+// The best plan found so far: its stage devices, its cut, its time and the devices it leaves out.
+struct Best {
+  Sets sets;
+  Plan plan;
+  double t = kInf;
+  std::vector<int> unused;
+};
+
+// Starts: for each stage count, every start order cut into equal runs; the best of them (t kInf:
+// none fits). After the first that fits, no new start begins past the limit.
+Best best_start(Heuristic& h, const Workload& w, const Cluster& c, int64_t mb, Deadline limit) {
+  const int n = int(w.blocks.size()), d = c.size();
+  Best best;
+  for (const auto& order : start_orders(c))
     for (int S : detail::stage_counts(std::min(n, d))) {
-      if (best_t < kInf && std::chrono::steady_clock::now() > limit) break;
-      int64_t per = d / S, extra = d % S;
-      if (per >= mb) per = mb, extra = 0;
-      Sets sets(static_cast<size_t>(S));
-      for (int s = 0, i = 0; s < S; ++s) {
-        for (int64_t k = 0; k < per + (s < extra ? 1 : 0); ++k) sets[size_t(s)].push_back(order[size_t(i++)]);
-        std::sort(sets[size_t(s)].begin(), sets[size_t(s)].end());
-      }
+      if (best.t < kInf && Clock::now() > limit) break;
+      const Sets sets = equal_runs(order, S, d, mb);
       Plan plan;
       const double t = h.cut(sets, plan);
-      if (t < best_t) best_t = t, best_sets = sets, best_plan = plan;
+      if (t < best.t) best.t = t, best.sets = sets, best.plan = plan;
     }
-  PlanResult r;
-  r.method = "heuristic";
-  if (best_t == kInf) return r;
+  return best;
+}
 
-  // Iterated local search over the devices of the stages: single moves from the current plan, taken
-  // when they help; after 100 in a row that do not, a kick (3 random moves from the best plan) restarts
-  // the descent elsewhere. Ends when 2,000 candidates in a row found nothing better, or at the limit.
-  std::mt19937_64 rng(o.seed);
+std::vector<int> devices_left_out(const Sets& sets, int d) {
   std::vector<bool> in_use(static_cast<size_t>(d), false);
-  for (const auto& s : best_sets)
+  for (const auto& s : sets)
     for (int x : s) in_use[size_t(x)] = true;
-  std::vector<int> best_unused;
+  std::vector<int> unused;
   for (int x = 0; x < d; ++x)
-    if (!in_use[size_t(x)]) best_unused.push_back(x);
-  Sets current = best_sets;
-  std::vector<int> unused = best_unused;
-  double current_t = best_t;
-  for (int failures = 0, since_best = 0; since_best < 2000 && std::chrono::steady_clock::now() < limit;) {
+    if (!in_use[size_t(x)]) unused.push_back(x);
+  return unused;
+}
+
+// Iterated local search over the devices of the stages: single moves from the current plan, taken
+// when they help; after 100 in a row that do not, a kick (3 random moves from the best plan) restarts
+// the descent elsewhere. Ends when 2,000 candidates in a row found nothing better, or at the limit.
+void local_search(Heuristic& h, Best& best, uint64_t seed, Deadline limit) {
+  std::mt19937_64 rng(seed);
+  Sets current = best.sets;
+  std::vector<int> unused = best.unused;
+  double current_t = best.t;
+  for (int failures = 0, since_best = 0; since_best < 2000 && Clock::now() < limit;) {
     Sets sets = current;
     std::vector<int> spare = unused;
     const bool kick = failures >= 100;
-    if (kick) sets = best_sets, spare = best_unused, failures = 0;
+    if (kick) sets = best.sets, spare = best.unused, failures = 0;
     int moved = 0;
     for (int k = 0; k < (kick ? 3 : 1); ++k) moved += detail::neighbour(sets, spare, rng);
     ++since_best;
@@ -296,13 +313,27 @@ PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t
     } else {
       ++failures;
     }
-    if (t < best_t * (1 - 1e-12)) {
-      best_t = t, best_sets = std::move(sets), best_plan = std::move(plan), best_unused = std::move(spare);
+    if (t < best.t * (1 - 1e-12)) {
+      best.t = t, best.sets = std::move(sets), best.plan = std::move(plan), best.unused = std::move(spare);
       since_best = 0;
     }
   }
-  h.refine(best_plan, best_t);
-  r.plan = best_plan;
+}
+
+}  // namespace
+
+PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches,
+                                    const PlanOptions& o, bool respect_memory) {
+  const Deadline limit = Clock::now() + std::chrono::duration<double>(o.heuristic_seconds);
+  Heuristic h(w, c, micro_batches, respect_memory);
+  Best best = best_start(h, w, c, w.global_batch / micro_batches, limit);
+  PlanResult r;
+  r.method = "heuristic";
+  if (best.t == kInf) return r;
+  best.unused = devices_left_out(best.sets, c.size());
+  local_search(h, best, o.seed, limit);
+  h.refine(best.plan, best.t);
+  r.plan = best.plan;
   r.prediction = evaluate(w, c, r.plan);
   r.feasible = r.prediction.fits || !respect_memory;
   return r;
