@@ -66,12 +66,9 @@ Plan make_plan(const PlanCommand& cmd, const Job& job) {
 }
 
 cgp::SolveOptions solve_options(const Job& job, const std::string& solver, uint64_t seed) {
-  cgp::SolveOptions o;
+  cgp::SolveOptions o = cgp::solve_options(job);
   o.solver = solver;
-  o.max_staleness = double(job.parallel.cgp.max_staleness);
-  o.group_count = int(job.parallel.cgp.group_count);
   o.seed = seed;
-  o.time_limit_s = job.parallel.cgp.solver_seconds;
   return o;
 }
 
