@@ -107,28 +107,6 @@ std::string result_json(const PlanResult& r) {
                      p.bubble_fraction, p.bottleneck_s, p.allreduce_tail_s, stages);
 }
 
-// The user's stages at the best of the candidate micro-batch counts (or --micro-batches): counts whose
-// micro-batches are too small for the stages' replicas are skipped; when every count is refused, the
-// first refusal is the error.
-PlanResult given_plan(const PlanCommand& cmd, const pipeline::Workload& w, const Cluster& c) {
-  std::optional<PlanResult> best;
-  std::optional<UsageError> refused;
-  for (int64_t M : w.micro_batch_counts) {
-    PlanResult r;
-    try {
-      r = pipeline::finish_plan(w, c, pipeline::parse_stages(cmd.stages, w, c, M, "--stages"));
-    } catch (const UsageError& e) {
-      if (!refused) refused = e;
-      continue;
-    }
-    if (!best || (r.feasible && !best->feasible) ||
-        (r.feasible == best->feasible && r.prediction.minibatch_s < best->prediction.minibatch_s))
-      best = std::move(r);
-  }
-  if (!best) throw *refused;
-  return *best;
-}
-
 }  // namespace
 
 int plan_pipeline(const PlanCommand& cmd, const Job& job) {
@@ -195,7 +173,9 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
     throw InputError(job.source + " [cluster]", "nothing fits: " + pipeline::explain_infeasible(w, c, planned),
                      "see man dptrain(1), PIPELINE MODEL, for what a stage holds");
   std::optional<PlanResult> given;
-  if (!cmd.stages.empty()) given = given_plan(cmd, w, c);
+  if (!cmd.stages.empty())
+    given = pipeline::best_given_stages(cmd.stages, w, c, "--stages",
+                                        [&](pipeline::Plan p) { return pipeline::finish_plan(w, c, std::move(p)); });
   const PlanResult naive = pipeline::naive_plan(w, c), data = pipeline::data_parallel_plan(w, c);
 
   const std::string profile_source =
