@@ -11,12 +11,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <optional>
-#include <string_view>
 
 #include "apps/dptrain/commands.h"
-#include "lib/comm/collective_bench.h"
+#include "lib/comm/collective_sweep.h"
+#include "lib/comm/collectives.h"
 #include "lib/comm/communicator.h"
 #include "lib/comm/link_probe.h"
 #include "lib/core/error.h"
@@ -83,12 +82,6 @@ void check(const ProfileCommand& cmd) {
                                             cmd.max_bytes), "for example --min-bytes 8 --max-bytes 268435456");
   if (cmd.factor < 2) throw UsageError("profile --factor", "must be at least 2", "sizes grow by this factor");
   for (const std::string& a : cmd.algorithms) (void)parse_collective_algorithm(a);
-}
-
-std::string row_json(const CollectiveBenchResult& r, std::string_view algorithm, int ranks, bool in_place) {
-  return fmt::format(R"({{"algorithm": "{}", "in_place": {}, "bytes": {}, "count": {}, "ranks": {}, "time_us": {:.3f}, )"
-                     R"("algbw": {:.4f}, "busbw": {:.4f}, "wrong": {}}})",
-                     algorithm, in_place, r.bytes, r.count, ranks, r.time_us, r.algbw, r.busbw, r.wrong);
 }
 
 void profile_compute(const ProfileCommand& cmd, Communicator& world) {
@@ -161,56 +154,13 @@ int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   if (cmd.compute) profile_compute(cmd, *world);
   if (cmd.links) profile_links(cmd, *job, *world, paced != nullptr);
   if (!cmd.collectives) return 0;
-  const bool leader = world->rank() == 0;
-  const int n = world->size();
-  if (leader && !cmd.json) {
-    std::printf("# dptrain profile --collectives: allreduce (sum) of float32 on %d rank(s), host %s%s\n", n,
-                world->host().c_str(), paced ? (", " + train_detail::links_text(*job)).c_str() : "");
-    std::printf("# busbw = algbw * 2(n-1)/n; #wrong counts elements that differ from the exact sum\n");
-    std::printf("#%11s %12s %9s | %s | %s\n", "size", "count", "algorithm",
-                "out-of-place: time(us) algbw(GB/s) busbw(GB/s) #wrong",
-                "in-place: time(us) algbw busbw #wrong");
-  }
-  std::map<std::string, double> busbw_sum;  // over sizes, for the averages
-  std::map<std::string, int> rows;
-  int64_t wrong_total = 0;
-  for (int64_t bytes = cmd.min_bytes; bytes <= cmd.max_bytes; bytes *= cmd.factor) {
-    std::map<std::string, double> busbw_here;
-    for (const std::string& name : cmd.algorithms) {
-      CollectiveBenchConfig cfg;
-      cfg.algorithm = parse_collective_algorithm(name);
-      cfg.bytes = size_t(bytes);
-      // Fewer repetitions for large buffers: about 1 GB moved per measurement, between 3 and `iters`.
-      const int64_t by_volume = (int64_t(1) << 30) / bytes;
-      cfg.iterations = int(std::clamp<int64_t>(by_volume, std::min(3, cmd.iterations), cmd.iterations));
-      cfg.warmup = std::min(cmd.warmup, cfg.iterations);
-      cfg.in_place = false;
-      const CollectiveBenchResult out = bench_allreduce(*world, cfg);
-      cfg.in_place = true;
-      const CollectiveBenchResult in = bench_allreduce(*world, cfg);
-      wrong_total += out.wrong + in.wrong;
-      busbw_sum[name] += out.busbw;
-      rows[name]++;
-      busbw_here[name] = out.busbw;
-      if (!leader) continue;
-      if (cmd.json) {
-        std::printf("%s\n%s\n", row_json(out, name, n, false).c_str(), row_json(in, name, n, true).c_str());
-      } else {
-        std::printf(" %11zu %12zu %9s | %11.2f %8.3f %8.3f %6lld | %11.2f %8.3f %8.3f %6lld\n", out.bytes, out.count,
-                    name.c_str(), out.time_us, out.algbw, out.busbw, (long long)out.wrong, in.time_us, in.algbw,
-                    in.busbw, (long long)in.wrong);
-      }
-    }
-    if (leader && !cmd.json && busbw_here.count("ring") && busbw_here.count("native") && busbw_here["native"] > 0)
-      std::printf(" %11s %12s %9s   ring/native busbw %.2fx\n", "", "", "", busbw_here["ring"] / busbw_here["native"]);
-    std::fflush(stdout);
-  }
-  if (leader && !cmd.json) {
-    for (const auto& [name, sum] : busbw_sum)
-      std::printf("# %s: average busbw %.3f GB/s over %d sizes\n", name.c_str(), sum / rows[name], rows[name]);
-    std::printf("# wrong elements: %lld\n", (long long)wrong_total);
-  }
-  return wrong_total == 0 ? 0 : 1;
+  CollectiveSweep sweep;
+  sweep.algorithms = cmd.algorithms;
+  sweep.min_bytes = cmd.min_bytes, sweep.max_bytes = cmd.max_bytes, sweep.factor = cmd.factor;
+  sweep.iterations = cmd.iterations, sweep.warmup = cmd.warmup;
+  sweep.json = cmd.json;
+  if (paced) sweep.links = train_detail::links_text(*job);
+  return sweep_allreduce(*world, sweep, stdout) == 0 ? 0 : 1;
 }
 
 // Every block timed in this process, as a table, and with --out as a layer profile for `plan --profile`.
