@@ -1,17 +1,20 @@
-// `dptrain run JOB.toml`: outside an MPI job, check the inputs, relaunch under mpirun and say how the run
-// ended (lib/train/run_end.h); inside one, train on the world communicator.
+// `dptrain run JOB.toml`: its options, and the command: outside an MPI job, check the inputs, relaunch
+// under mpirun and say how the run ended (lib/train/run_end.h); inside one, train on the world
+// communicator.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
-#include "apps/dptrain/commands.h"
+#include "apps/dptrain/job_options.h"
+#include "apps/dptrain/launch_self.h"
 #include "lib/comm/communicator.h"
 #include "lib/core/error.h"
-#include "lib/core/stop_signal.h"
 #include "lib/launch/launcher.h"
 #include "lib/launch/slurm.h"
 #include "lib/train/run_dir.h"
@@ -21,6 +24,12 @@
 
 namespace dp::app {
 namespace {
+
+struct RunCommand {
+  JobArgs job;
+  std::string out_dir;  // --out
+  bool resume = false, force = false, dry_run = false, json = false;
+};
 
 RunOptions run_options(const RunCommand& cmd) {
   RunOptions o;
@@ -41,7 +50,7 @@ RunLock hold_for_launch(const RunDir& dir, const LaunchSection& launch) {
 
 int launch(const RunCommand& cmd, ProcessArgs process) {
   std::vector<std::string> extra;
-  const Job job = job_as_launched(cmd.job_path, cmd.overrides, extra);
+  const Job job = job_as_launched(cmd.job, extra);
   for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
   const RunDir dir = run_dir_of(job, run_options(cmd));
   // A folder another run holds is refused before anything is checked or written; a new folder is made
@@ -75,7 +84,7 @@ int run_rank(const RunCommand& cmd, ProcessArgs process) {
   MpiRuntime mpi(process.argc, process.argv);  // main() installed the stop handlers (stop_signal.h)
   auto world = mpi_world();
   try {
-    const Job job = load_job(cmd.job_path, cmd.overrides);
+    const Job job = load_job(cmd.job.path, cmd.job.overrides);
     if (world->rank() == 0 && world->size() != job.launch.ranks)
       std::fprintf(stderr, "dptrain: note: running on %d ranks; the job's [launch] ranks is %lld\n", world->size(),
                    static_cast<long long>(job.launch.ranks));
@@ -97,11 +106,24 @@ int run_rank(const RunCommand& cmd, ProcessArgs process) {
   }
 }
 
-}  // namespace
-
 int cmd_run(const RunCommand& cmd, ProcessArgs process) {
   if (!cmd.dry_run && inside_mpi_job([](const char* v) { return std::getenv(v); })) return run_rank(cmd, process);
   return launch(cmd, process);
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, Invocation& call) {
+  auto opt = std::make_shared<RunCommand>();
+  auto* cmd = app.add_subcommand("run", "train a job; outside an MPI job, launch itself under mpirun");
+  add_job_options(*cmd, opt->job);
+  cmd->add_option("--out", opt->out_dir, "output directory (default: [job] output_dir, else runs/<name>)")
+      ->type_name("DIR");
+  cmd->add_flag("--resume", opt->resume, "continue from the newest checkpoint in the output directory");
+  cmd->add_flag("--force", opt->force, "replace an earlier run in the output directory");
+  cmd->add_flag("--dry-run", opt->dry_run, "check everything and print the mpirun command, run nothing");
+  cmd->add_flag("--json", opt->json, "print summary.json on stdout at the end (progress goes to stderr)");
+  cmd->callback([opt, &call] { call.status = cmd_run(*opt, call.process); });
 }
 
 }  // namespace dp::app

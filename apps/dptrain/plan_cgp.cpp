@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "apps/dptrain/commands.h"
+#include "apps/dptrain/plan.h"
 #include "lib/cgp/plan_report.h"
 #include "lib/cluster/cluster.h"
 #include "lib/comm/thread_communicator.h"

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "apps/dptrain/commands.h"
+#include "apps/dptrain/plan.h"
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
