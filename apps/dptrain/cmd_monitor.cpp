@@ -1,7 +1,9 @@
-// `dptrain monitor RUN_DIR`: a run directory's view (lib/monitor). On a terminal it redraws in place on the
+// `dptrain monitor RUN_DIR`: its options, and a run directory's view (lib/monitor). On a terminal it redraws in place on the
 // alternate screen every --interval seconds until the run finishes (summary.json appears) or Ctrl-C, then
 // restores the screen and prints the final view; otherwise (--once, or not a terminal) one plain snapshot.
 // --json prints the snapshot as JSON; --plot writes the curves as an SVG.
+#include <CLI/CLI.hpp>
+
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "apps/dptrain/commands.h"
@@ -18,6 +21,15 @@
 
 namespace dp::app {
 namespace {
+
+struct MonitorCommand {
+  std::string run_dir;    // a run's output directory
+  bool once = false;      // --once: one plain snapshot, also on a terminal
+  bool json = false;      // --json: the snapshot as one JSON object
+  std::string plot;       // --plot: write loss, throughput and per-rank wait over time as an SVG
+  double interval = 1.0;  // --interval: seconds between redraws on a terminal
+  int window = 10;        // --window: the newest logged steps the per-rank figures cover
+};
 
 volatile std::sig_atomic_t stop_requested = 0;  // set by Ctrl-C, a hang-up or a termination signal
 void request_stop(int) { stop_requested = 1; }
@@ -60,8 +72,6 @@ int watch_live(monitor::RunReader& reader, const MonitorCommand& cmd) {
   return stop_requested && s.state != "finished" ? 130 : 0;
 }
 
-}  // namespace
-
 int cmd_monitor(const MonitorCommand& cmd) {
   monitor::RunReader reader(cmd.run_dir);  // UsageError (exit 2) for a directory that is not a run's
   if (!cmd.plot.empty()) {
@@ -86,6 +96,25 @@ int cmd_monitor(const MonitorCommand& cmd) {
     return 0;
   }
   return watch_live(reader, cmd);
+}
+
+}  // namespace
+
+void register_monitor(CLI::App& app, Invocation& call) {
+  auto opt = std::make_shared<MonitorCommand>();
+  auto* cmd = app.add_subcommand("monitor", "watch a running or finished job from its run directory: per-rank "
+                                            "speed, share, compute/comm/wait split, memory, loss, progress, ETA "
+                                            "and the slow rank");
+  cmd->add_option("run_dir", opt->run_dir, "the run's output directory")->required()->type_name("RUN_DIR");
+  cmd->add_flag("--once", opt->once, "print one plain snapshot and exit (also on a terminal)");
+  cmd->add_flag("--json", opt->json, "print the snapshot as one JSON object and exit");
+  cmd->add_option("--plot", opt->plot, "write loss, throughput and per-rank wait over time as an SVG")
+      ->type_name("FILE.svg");
+  cmd->add_option("--interval", opt->interval, "seconds between redraws on a terminal (default 1)")
+      ->check(CLI::Range(0.05, 3600.0))->type_name("SECONDS");
+  cmd->add_option("--window", opt->window, "logged steps the per-rank figures cover (default 10)")
+      ->check(CLI::Range(1, 1000000))->type_name("STEPS");
+  cmd->callback([opt, &call] { call.status = cmd_monitor(*opt); });
 }
 
 }  // namespace dp::app

@@ -1,36 +1,21 @@
-// `dptrain plan JOB.toml`: what a run of the job would do before it starts, with no MPI: the division of
-// the global batch among the ranks (I-DAT's first division from the job's speeds, and the one emulated
-// slowdowns call for) and the gradient buckets of MRA; for strategy "cgp", the groups (plan_cgp.cpp);
-// with --profile or for strategy "pipeline", a pipeline (plan_pipeline.cpp).
-#include <fmt/format.h>
+// `dptrain plan JOB.toml`: its options, and what a run of the job would do before it starts, with no MPI:
+// a pipeline with --profile or for strategy "pipeline" (plan_pipeline.cpp), the groups for strategy
+// "cgp" (plan_cgp.cpp), else the division of the global batch and MRA's buckets (plan_data.cpp).
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <memory>
 
-#include "apps/dptrain/commands.h"
-#include "lib/balance/balance.h"
+#include "apps/dptrain/job_options.h"
+#include "apps/dptrain/plan.h"
 #include "lib/core/error.h"
-#include "lib/data/dataset.h"
 #include "lib/job/job.h"
-#include "lib/mra/mra.h"
-#include "lib/balance/job_balance.h"
-#include "models/model.h"
 
 namespace dp::app {
 namespace {
 
-void print_division(const char* title, const std::vector<int64_t>& shares, const std::vector<double>& speeds) {
-  const double step = predicted_step_seconds(shares, speeds);
-  std::printf("%s\n  %4s %10s %8s %14s\n", title, "rank", "speed", "share", "compute time");
-  for (size_t r = 0; r < shares.size(); ++r)
-    std::printf("  %4zu %10.3f %8lld %13.3fx\n", r, speeds[r], (long long)shares[r],
-                double(shares[r]) / speeds[r] / step);
-  std::printf("  predicted step compute: %.4g (samples / unit speed, slowest rank)\n", step);
-}
-
-}  // namespace
-
 int cmd_plan(const PlanCommand& cmd) {
-  const Job job = load_job(cmd.job_path, cmd.overrides, cmd.cluster_file);
+  const Job job = load_job(cmd.job.path, cmd.job.overrides, cmd.cluster_file);
   for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
   if (!cmd.profile.empty() || job.parallel.strategy == "pipeline") return plan_pipeline(cmd, job);
   if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0)
@@ -42,48 +27,41 @@ int cmd_plan(const PlanCommand& cmd) {
     throw UsageError(cmd.workers > 0 ? "--workers" : cmd.json ? "--json" : "--seed",
                      "plans the groups of strategy cgp or a pipeline; this job's [parallel] strategy is data",
                      "add --set parallel.strategy=cgp, or --profile FILE for a pipeline");
-  const int ranks = int(job.launch.ranks);
-  const int64_t batch = job.train.global_batch;
-  std::printf("job %s: %d rank(s), global batch %lld, division %s\n", job.job.name.c_str(), ranks,
-              (long long)batch, job.parallel.balance.mode.c_str());
+  return plan_data(job);
+}
 
-  const std::vector<double> equal_speeds(size_t(ranks), 1.0);
-  const BalanceOptions o = balance_options(job, ranks);
-  const bool known = job.parallel.balance.mode == "idat" && !o.initial_speeds.empty();
-  print_division(!known ? "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"
-                          "  `dptrain profile --compute` measures them beforehand):"
-                 : job.parallel.balance.speeds.empty() ? "first division (from the speeds [cluster] describes):"
-                                                       : "first division (from [parallel.balance] speeds):",
-                 Balancer(o, ranks).shares(batch), known ? o.initial_speeds : equal_speeds);
-  const auto& slow = job.cluster.emulate.slowdown;
-  if (!slow.empty()) {
-    std::vector<double> emulated;
-    for (double f : slow) emulated.push_back(1.0 / f);
-    print_division("with [cluster.emulate] slowdown, equal shares would give:", divide_batch(batch, equal_speeds),
-                   emulated);
-    if (job.parallel.balance.mode == "idat")
-      print_division("and I-DAT would converge to:", divide_batch(batch, emulated, 1, o.max_share), emulated);
-  }
+}  // namespace
 
-  // MRA's buckets over the job's model (the data decides the model's input and output sizes).
-  const DatasetSplits data = load_dataset(job.data, job.job.seed);
-  const auto model = make_model(job.model, data.train.shape(), job.job.seed);
-  const auto& c = job.parallel.comm;
-  model->set_hook_slice(hook_slice_floats(grad_sync_options(c)));  // as training will
-  std::printf("model: %s\ngradients: %s", model->describe().c_str(), c.algorithm.c_str());
-  if (c.algorithm != "mra") {
-    std::printf(" (one allreduce per layer after backward, full update on every rank)\n");
-    return 0;
-  }
-  const auto buckets = plan_buckets(model->hook_ranges(), int64_t(model->params().size()), int64_t(c.bucket_mb * 1e6),
-                                    int64_t(c.first_bucket_mb * 1e6));
-  std::printf(" (%zu bucket(s) in backward order, overlap %s, sharded update %s)\n", buckets.size(),
-              !c.overlap ? "off" : buckets.size() > 1 ? "on" : "off: one bucket, nothing to overlap",
-              c.sharded_update ? "on" : "off");
-  for (size_t b = 0; b < buckets.size(); ++b)
-    std::printf("  bucket %zu: parameters [%lld, %lld), %.2f MB\n", b, (long long)buckets[b].offset,
-                (long long)buckets[b].end(), double(buckets[b].count) * 4e-6);
-  return 0;
+void register_plan(CLI::App& app, Invocation& call) {
+  auto opt = std::make_shared<PlanCommand>();
+  auto* cmd = app.add_subcommand("plan", "show how a job would divide its batch and bucket its gradients, group its "
+                                         "ranks (strategy cgp), or run as a pipeline (--profile, or strategy "
+                                         "pipeline)");
+  add_job_options(*cmd, opt->job);
+  cmd->add_option("--workers", opt->workers,
+                  "cgp, pipeline: plan for N ranks drawn from the job's device kinds (default: the job's ranks)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  auto* seed = cmd->add_option("--seed", opt->seed, "cgp, pipeline: seed of --workers' draw and of the solvers "
+                                                    "(default: [job] seed)")->type_name("S");
+  cmd->add_flag("--json", opt->json, "cgp, pipeline: print the plan as one JSON object");
+  cmd->add_option("--cluster", opt->cluster_file, "plan on this cluster file's [cluster] instead of the job's")
+      ->type_name("FILE");
+  cmd->add_option("--profile", opt->profile,
+                  "plan a pipeline from this layer profile (profile --layers --out, or PipeDream's graph.txt): "
+                  "stages, devices, micro-batches, recomputation")->type_name("FILE");
+  cmd->add_option("--profile-batch", opt->profile_batch,
+                  "pipeline: samples of a minibatch in the profile's times and sizes (default: the job's global "
+                  "batch)")->check(CLI::PositiveNumber)->type_name("N");
+  cmd->add_option("--stages", opt->stages,
+                  "pipeline: also evaluate these stages, \"0-16x3,17-39\" (block ranges, xR replicas) or "
+                  "\"0-16@0+1+2,17-39@3\" (their ranks)")->type_name("STAGES");
+  cmd->add_option("--micro-batches", opt->micro_batches,
+                  "pipeline: micro-batches per mini-batch (default: the best divisor of the global batch up to 64)")
+      ->check(CLI::PositiveNumber)->type_name("M");
+  cmd->callback([opt, seed, &call] {
+    opt->seed_given = seed->count() > 0;
+    call.status = cmd_plan(*opt);
+  });
 }
 
 }  // namespace dp::app

@@ -1,41 +1,28 @@
-// `dptrain profile`: measurements of this launch. --compute: each rank's forward+backward speed on the
-// job's model (and the [parallel.balance] speeds I-DAT could start from). --collectives: the allreduce of
-// every algorithm over a range of sizes, printed as nccl-tests prints it (size, count, time, algbw,
-// busbw, #wrong, out of place and in place), over the job's emulated links if it has them. --links: the
-// bandwidth and latency between every pair of ranks (lib/comm/link_probe.h), as two matrices, and with
-// --out as a cluster file for [cluster] file. --layers: every block of the model timed in this process
-// (lib/train/layer_profile.h), with --out as a layer profile for `plan --profile`. --json for machines.
-// Outside an MPI job it relaunches itself under mpirun like `run` (but for --layers).
+// `dptrain profile`: its options, the checks of their combinations, and where it runs: --layers in this
+// process, the other measurements on the ranks of a launch (profile_measure.cpp), relaunching itself
+// under mpirun like `run` when outside an MPI job.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
-#include <optional>
-#include <string_view>
+#include <memory>
 
-#include "apps/dptrain/commands.h"
-#include "lib/comm/collective_bench.h"
-#include "lib/comm/communicator.h"
-#include "lib/comm/link_probe.h"
+#include "apps/dptrain/job_options.h"
+#include "apps/dptrain/launch_self.h"
+#include "apps/dptrain/profile.h"
+#include "lib/comm/collectives.h"
 #include "lib/core/error.h"
-#include "lib/core/json.h"
 #include "lib/job/job.h"
 #include "lib/launch/launcher.h"
-#include "lib/train/run_dir.h"
-#include "lib/measure/device.h"
-#include "lib/measure/job_links.h"
-#include "lib/measure/layer_profile.h"
-#include "lib/measure/speed_probe.h"
 
 namespace dp::app {
 namespace {
 
 LaunchSection launch_of(const ProfileCommand& cmd) {
   LaunchSection launch;
-  if (!cmd.job_path.empty()) {
-    const Job job = load_job(cmd.job_path, cmd.overrides);
+  if (!cmd.job.path.empty()) {
+    const Job job = load_job(cmd.job.path, cmd.job.overrides);
     for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
     launch = job.launch;
   }
@@ -51,14 +38,14 @@ void check(const ProfileCommand& cmd) {
   if (cmd.layers && (cmd.collectives || cmd.compute || cmd.links))
     throw UsageError("profile --layers", "runs in this process, not with --compute, --links or --collectives",
                      "profile the layers on their own");
-  if (cmd.layers && cmd.job_path.empty())
+  if (cmd.layers && cmd.job.path.empty())
     throw UsageError("profile --layers", "needs a job file (its model is what is timed)",
                      "dptrain profile --layers JOB.toml");
   if (cmd.layers_batch > 0 && !cmd.layers) throw UsageError("profile --batch", "is the micro-batch of --layers", "add --layers");
-  if (cmd.compute && cmd.job_path.empty())
+  if (cmd.compute && cmd.job.path.empty())
     throw UsageError("profile --compute", "needs a job file (its model and data are what is timed)",
                      "dptrain profile --compute JOB.toml");
-  if (cmd.links && cmd.job_path.empty())
+  if (cmd.links && cmd.job.path.empty())
     throw UsageError("profile --links", "needs a job file (its [launch] ranks and [cluster.emulate] links are "
                      "what is measured)", "dptrain profile --links JOB.toml");
   if (!cmd.links_out.empty() && !cmd.links && !cmd.layers)
@@ -70,8 +57,8 @@ void check(const ProfileCommand& cmd) {
       throw UsageError("profile --out", fmt::format("{}: the folder {} does not exist", cmd.links_out, dir.string()),
                        "create it first, or write the file elsewhere");
   }
-  if (!cmd.job_path.empty()) {  // bad job files fail here, before mpirun
-    const Job job = load_job(cmd.job_path, cmd.overrides);
+  if (!cmd.job.path.empty()) {  // bad job files fail here, before mpirun
+    const Job job = load_job(cmd.job.path, cmd.job.overrides);
     if (cmd.compute) (void)choose_device(job);  // device = "cuda" without a GPU, as `run` says
     if (job.cluster.emulate.as_described && cmd.ranks > 0 && cmd.ranks != job.launch.ranks)
       throw UsageError("profile --ranks", fmt::format("{} ranks, but the job's [cluster] describes {} (its "
@@ -86,180 +73,53 @@ void check(const ProfileCommand& cmd) {
   for (const std::string& a : cmd.algorithms) (void)parse_collective_algorithm(a);
 }
 
-std::string row_json(const CollectiveBenchResult& r, std::string_view algorithm, int ranks, bool in_place) {
-  return fmt::format(R"({{"algorithm": "{}", "in_place": {}, "bytes": {}, "count": {}, "ranks": {}, "time_us": {:.3f}, )"
-                     R"("algbw": {:.4f}, "busbw": {:.4f}, "wrong": {}}})",
-                     algorithm, in_place, r.bytes, r.count, ranks, r.time_us, r.algbw, r.busbw, r.wrong);
-}
-
-void profile_compute(const ProfileCommand& cmd, Communicator& world) {
-  const Job job = load_job(cmd.job_path, cmd.overrides);
-  const SpeedProbe mine = measure_compute_speed(job, world, cmd.compute_steps, 3);
-  const auto all = world.allgather_value(mine);
-  if (world.rank() != 0) return;
-  double fastest = 0;
-  for (const SpeedProbe& p : all) fastest = std::max(fastest, p.samples_per_second);
-  if (!cmd.json)
-    std::printf("# dptrain profile --compute: %s, forward+backward of an equal share of the global batch (%lld), "
-                "median of %d steps%s\n#%5s %8s %12s %10s %12s %9s\n", job.model.type.c_str(),
-                (long long)job.train.global_batch, cmd.compute_steps, mine.cuda ? ", on the GPUs (CUDA kernels)" : "",
-                "rank", "threads", "local batch", "step ms", "samples/s", "relative");
-  std::string speeds;
-  for (size_t r = 0; r < all.size(); ++r) {
-    const SpeedProbe& p = all[r];
-    const double rel = fastest > 0 ? p.samples_per_second / fastest : 0;
-    speeds += fmt::format("{}{:.3g}", r ? ", " : "", rel);
-    if (cmd.json)
-      std::printf(R"({"measure": "compute", "rank": %zu, "device": "%s", "threads": %d, "local_batch": %lld, )"
-                  R"("step_ms": %.4f, "samples_per_sec": %.2f, "relative": %.4f})" "\n",
-                  r, p.cuda ? "cuda" : "cpu", p.threads, (long long)p.local_batch, p.step_ms, p.samples_per_second,
-                  rel);
-    else
-      std::printf(" %5zu %8d %12lld %10.3f %12.1f %9.3f\n", r, p.threads, (long long)p.local_batch, p.step_ms,
-                  p.samples_per_second, rel);
-  }
-  if (!cmd.json) std::printf("# for I-DAT's first division:\n[parallel.balance]\nspeeds = [%s]\n", speeds.c_str());
-  std::fflush(stdout);
-}
-
-// Every pair's link, one pair at a time; rank 0 prints the matrices (or JSON lines) and writes --out.
-void profile_links(const ProfileCommand& cmd, const Job& job, Communicator& world, bool paced) {
-  const LinkProbeConfig config;
-  const LinkProbeResult r = probe_links(world, config);
-  if (world.rank() != 0) return;
-  const std::string network = paced ? links_text(job) : "no emulated links";
-  if (cmd.json) {
-    std::printf("%s", link_json_lines(r).c_str());
-  } else {
-    std::printf("# dptrain profile --links: %d rank(s), host %s, %s\n", r.ranks, world.host().c_str(),
-                network.c_str());
-    std::printf("# one pair at a time: latency = half the median round trip of %zu B (%d times), bandwidth = "
-                "%zu B / (one-way time - latency) (median of %d)\n", config.latency_bytes,
-                config.latency_repetitions, config.bandwidth_bytes, config.bandwidth_repetitions);
-    std::printf("%s", link_matrices_text(r).c_str());
-  }
-  if (!cmd.links_out.empty()) {
-    write_file_atomic(cmd.links_out,
-                      link_cluster_file(r, {fmt::format("Links measured by `dptrain profile --links` on {} rank(s) "
-                                                        "({}), host {}, {}.", r.ranks, job.source, world.host(),
-                                                        network),
-                                            "Row-major ranks x ranks (row: from, column: to). A job of as many ranks "
-                                            "reads it with",
-                                            "[cluster] file = \"PATH\" (PATH relative to the job file's folder)."}));
-    if (!cmd.json) std::printf("# wrote %s ([cluster.links] gbps and latency_us)\n", cmd.links_out.c_str());
-  }
-  std::fflush(stdout);
-}
-
-int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
-  MpiRuntime mpi(process.argc, process.argv);
-  auto launched = mpi_world();
-  // With a job, its [cluster.emulate] links pace what is measured.
-  const std::optional<Job> job =
-      cmd.job_path.empty() ? std::nullopt : std::optional<Job>(load_job(cmd.job_path, cmd.overrides));
-  const auto paced = job ? paced_by_job_links(*job, *launched) : nullptr;
-  Communicator* world = paced ? paced.get() : launched.get();
-  if (cmd.compute) profile_compute(cmd, *world);
-  if (cmd.links) profile_links(cmd, *job, *world, paced != nullptr);
-  if (!cmd.collectives) return 0;
-  const bool leader = world->rank() == 0;
-  const int n = world->size();
-  if (leader && !cmd.json) {
-    std::printf("# dptrain profile --collectives: allreduce (sum) of float32 on %d rank(s), host %s%s\n", n,
-                world->host().c_str(), paced ? (", " + links_text(*job)).c_str() : "");
-    std::printf("# busbw = algbw * 2(n-1)/n; #wrong counts elements that differ from the exact sum\n");
-    std::printf("#%11s %12s %9s | %s | %s\n", "size", "count", "algorithm",
-                "out-of-place: time(us) algbw(GB/s) busbw(GB/s) #wrong",
-                "in-place: time(us) algbw busbw #wrong");
-  }
-  std::map<std::string, double> busbw_sum;  // over sizes, for the averages
-  std::map<std::string, int> rows;
-  int64_t wrong_total = 0;
-  for (int64_t bytes = cmd.min_bytes; bytes <= cmd.max_bytes; bytes *= cmd.factor) {
-    std::map<std::string, double> busbw_here;
-    for (const std::string& name : cmd.algorithms) {
-      CollectiveBenchConfig cfg;
-      cfg.algorithm = parse_collective_algorithm(name);
-      cfg.bytes = size_t(bytes);
-      // Fewer repetitions for large buffers: about 1 GB moved per measurement, between 3 and `iters`.
-      const int64_t by_volume = (int64_t(1) << 30) / bytes;
-      cfg.iterations = int(std::clamp<int64_t>(by_volume, std::min(3, cmd.iterations), cmd.iterations));
-      cfg.warmup = std::min(cmd.warmup, cfg.iterations);
-      cfg.in_place = false;
-      const CollectiveBenchResult out = bench_allreduce(*world, cfg);
-      cfg.in_place = true;
-      const CollectiveBenchResult in = bench_allreduce(*world, cfg);
-      wrong_total += out.wrong + in.wrong;
-      busbw_sum[name] += out.busbw;
-      rows[name]++;
-      busbw_here[name] = out.busbw;
-      if (!leader) continue;
-      if (cmd.json) {
-        std::printf("%s\n%s\n", row_json(out, name, n, false).c_str(), row_json(in, name, n, true).c_str());
-      } else {
-        std::printf(" %11zu %12zu %9s | %11.2f %8.3f %8.3f %6lld | %11.2f %8.3f %8.3f %6lld\n", out.bytes, out.count,
-                    name.c_str(), out.time_us, out.algbw, out.busbw, (long long)out.wrong, in.time_us, in.algbw,
-                    in.busbw, (long long)in.wrong);
-      }
-    }
-    if (leader && !cmd.json && busbw_here.count("ring") && busbw_here.count("native") && busbw_here["native"] > 0)
-      std::printf(" %11s %12s %9s   ring/native busbw %.2fx\n", "", "", "", busbw_here["ring"] / busbw_here["native"]);
-    std::fflush(stdout);
-  }
-  if (leader && !cmd.json) {
-    for (const auto& [name, sum] : busbw_sum)
-      std::printf("# %s: average busbw %.3f GB/s over %d sizes\n", name.c_str(), sum / rows[name], rows[name]);
-    std::printf("# wrong elements: %lld\n", (long long)wrong_total);
-  }
-  return wrong_total == 0 ? 0 : 1;
-}
-
-// Every block timed in this process, as a table, and with --out as a layer profile for `plan --profile`.
-int profile_layers(const ProfileCommand& cmd) {
-  const Job job = load_job(cmd.job_path, cmd.overrides);
-  const int64_t batch = cmd.layers_batch > 0 ? cmd.layers_batch
-                                             : std::max<int64_t>(1, job.train.global_batch / job.launch.ranks);
-  const pipeline::BlockProfile p = measure_block_profile(job, batch, cmd.compute_steps, 3);
-  if (cmd.json) {
-    for (size_t i = 0; i < p.blocks.size(); ++i) {
-      const pipeline::BlockRow& b = p.blocks[i];
-      std::printf(R"({"measure": "layers", "block": %zu, "name": %s, "micro_batch": %lld, "forward_ms": %.6g, )"
-                  R"("backward_ms": %.6g, "forward_fixed_ms": %.6g, "backward_fixed_ms": %.6g, "update_ms": %.6g, )"
-                  R"("output_bytes": %.9g, "saved_bytes": %.9g, "work_bytes": %.9g, "param_bytes": %.9g})" "\n",
-                  i, json_quoted(b.name).c_str(), (long long)p.micro_batch, b.forward_ms, b.backward_ms,
-                  b.forward_fixed_ms, b.backward_fixed_ms, b.update_ms, b.output_bytes, b.saved_bytes, b.work_bytes,
-                  b.param_bytes);
-    }
-  } else {
-    std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, median of %d steps; fixed: the part of a\n"
-                "# time any micro-batch pays (from a second timing at an eighth of the micro-batch); update: the\n"
-                "# optimizer's on the block's parameters\n"
-                "#%5s %-18s %10s %10s %10s %10s %10s %14s %14s %12s %12s\n",
-                p.model.c_str(), p.device.c_str(), (long long)p.micro_batch, cmd.compute_steps, "block", "name",
-                "fwd ms", "bwd ms", "fwd fixed", "bwd fixed", "update ms", "out B/sample", "saved B/sample",
-                "work B/smp", "param B");
-    for (size_t i = 0; i < p.blocks.size(); ++i) {
-      const pipeline::BlockRow& b = p.blocks[i];
-      std::printf(" %5zu %-18s %10.4f %10.4f %10.4f %10.4f %10.4f %14.0f %14.0f %12.0f %12.0f\n", i, b.name.c_str(),
-                  b.forward_ms, b.backward_ms, b.forward_fixed_ms, b.backward_fixed_ms, b.update_ms, b.output_bytes,
-                  b.saved_bytes, b.work_bytes, b.param_bytes);
-    }
-  }
-  if (!cmd.links_out.empty()) {
-    pipeline::write_block_profile(cmd.links_out, p);
-    if (!cmd.json) std::printf("# wrote %s (for dptrain plan JOB.toml --profile %s)\n", cmd.links_out.c_str(),
-                               cmd.links_out.c_str());
-  }
-  return 0;
-}
-
-}  // namespace
-
 int cmd_profile(const ProfileCommand& cmd, ProcessArgs process) {
   check(cmd);
   if (cmd.layers) return profile_layers(cmd);
   if (!cmd.dry_run && inside_mpi_job([](const char* v) { return std::getenv(v); })) return profile_rank(cmd, process);
   return relaunch_under_mpirun(launch_of(cmd), process, cmd.dry_run);
+}
+
+}  // namespace
+
+void register_profile(CLI::App& app, Invocation& call) {
+  auto opt = std::make_shared<ProfileCommand>();
+  auto* cmd = app.add_subcommand("profile", "measure this launch: collectives (--collectives), compute speed per "
+                                            "rank (--compute), links between ranks (--links), the model's blocks "
+                                            "(--layers)");
+  add_job_path(*cmd, opt->job.path, "a job file whose [launch] says where to run (optional)");
+  cmd->add_flag("--collectives", opt->collectives, "time allreduce per algorithm and size (nccl-tests style table)");
+  cmd->add_flag("--compute", opt->compute, "time each rank's forward+backward on the job's model; suggests I-DAT "
+                                           "speeds");
+  cmd->add_flag("--links", opt->links, "bandwidth and latency between every pair of ranks, one pair at a time "
+                                       "(needs a job)");
+  cmd->add_flag("--layers", opt->layers, "time every block of the job's model (forward, backward) on its device, in "
+                                         "this process; with --out, a layer profile for plan --profile");
+  cmd->add_option("--batch", opt->layers_batch, "--layers: samples of the micro-batch timed (default: the global "
+                                                "batch / ranks)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  cmd->add_option("--out", opt->links_out, "write --links's measurements as a cluster file, or --layers's as a layer "
+                                           "profile")
+      ->type_name("FILE");
+  add_overrides(*cmd, opt->job.overrides);
+  cmd->add_option("--steps", opt->compute_steps, "timed steps of --compute (default 20)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  cmd->add_option("--ranks", opt->ranks, "ranks to launch (default: the job's, else 2)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  cmd->add_option("--algorithms", opt->algorithms, "comma-separated: native, ring")->delimiter(',')->type_name("LIST");
+  cmd->add_option("--min-bytes", opt->min_bytes, "smallest buffer (default 8)")->type_name("BYTES");
+  cmd->add_option("--max-bytes", opt->max_bytes, "largest buffer (default 256 MiB)")->type_name("BYTES");
+  cmd->add_option("--factor", opt->factor, "size step factor (default 4)")->type_name("F");
+  cmd->add_option("--iters", opt->iterations, "timed repetitions per size at most (default 20)")
+      ->check(CLI::PositiveNumber)->type_name("N");
+  cmd->add_option("--warmup", opt->warmup, "untimed repetitions first (default 5)")
+      ->check(CLI::NonNegativeNumber)->type_name("N");
+  cmd->add_flag("--json", opt->json, "one JSON object per measurement instead of the table");
+  cmd->add_flag("--dry-run", opt->dry_run, "print the mpirun command, run nothing");
+  cmd->callback([opt, &call] {
+    if (opt->ranks == 0 && opt->job.path.empty()) opt->ranks = 2;
+    call.status = cmd_profile(*opt, call.process);
+  });
 }
 
 }  // namespace dp::app

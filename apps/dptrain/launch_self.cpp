@@ -3,23 +3,22 @@
 #include <cstdio>
 #include <string_view>
 
-#include "apps/dptrain/commands.h"
+#include "apps/dptrain/launch_self.h"
 #include "lib/launch/hostfile.h"
 #include "lib/launch/launcher.h"
 #include "lib/launch/slurm.h"
 
 namespace dp::app {
 
-Job job_as_launched(const std::string& job_path, const std::vector<std::string>& overrides,
-                    std::vector<std::string>& rank_args) {
-  Job job = load_job(job_path, overrides);
+Job job_as_launched(const JobArgs& args, std::vector<std::string>& rank_args) {
+  Job job = load_job(args.path, args.overrides);
   const int64_t ranks = launch_ranks(job.launch, this_host());
   if (ranks == job.launch.ranks) return job;
   const std::string set = "launch.ranks=" + std::to_string(ranks);
-  std::vector<std::string> with_ranks = overrides;
+  std::vector<std::string> with_ranks = args.overrides;
   with_ranks.push_back(set);
   rank_args.push_back("--set=" + set);
-  return load_job(job_path, with_ranks);
+  return load_job(args.path, with_ranks);
 }
 
 int relaunch_under_mpirun(const LaunchSection& job_launch, ProcessArgs process, bool dry_run,

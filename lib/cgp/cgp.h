@@ -78,6 +78,9 @@ struct SolveOptions {
   uint64_t seed = 1;           // aga, pls: the same seed gives the same answer (unless the time limit stops them)
   double time_limit_s = 1.0;   // aga, pls: wall-clock limit of the search
 };
+// The solve `job` asks for: [parallel.cgp] solver, max_staleness, group_count and solver_seconds, [job]
+// seed. Callers change what they solve differently (plan's sorted baseline, a quick check's time limit).
+SolveOptions solve_options(const Job& job);
 
 struct FrontPoint {
   Grouping grouping;

@@ -218,6 +218,11 @@ Workload job_workload(const Job& job, int64_t parameters, double sample_seconds)
   return w;
 }
 
+SolveOptions solve_options(const Job& job) {
+  const CgpSection& c = job.parallel.cgp;
+  return {c.solver, double(c.max_staleness), int(c.group_count), job.job.seed, c.solver_seconds};
+}
+
 Prediction predict(const Cluster& cluster, const Workload& w, const Grouping& g) {
   const detail::Topology t = detail::make_topology(cluster, w);
   if (int(g.size()) != t.n)

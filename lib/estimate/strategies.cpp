@@ -29,13 +29,7 @@ cgp::Grouping job_grouping(const Job& job, const ModelFacts& facts, const Cluste
   if (!g.groups.empty()) return cgp::Grouping(g.groups.begin(), g.groups.end());
   const int last = int(facts.blocks.size()) - 1;
   const double sample_s = t.profile ? blocks_seconds(*t.profile, 0, last, 1.0) : 1e-3;
-  cgp::SolveOptions o;
-  o.solver = g.solver;
-  o.max_staleness = double(g.max_staleness);
-  o.group_count = int(g.group_count);
-  o.seed = job.job.seed;
-  o.time_limit_s = g.solver_seconds;
-  return cgp::solve(c, cgp::job_workload(job, facts.parameters, sample_s), o).grouping;
+  return cgp::solve(c, cgp::job_workload(job, facts.parameters, sample_s), cgp::solve_options(job)).grouping;
 }
 
 }  // namespace

@@ -41,23 +41,12 @@ pipeline::PlanResult with_recompute(const Job& job, const pipeline::Workload& w,
 // The job's stages at each candidate M (those whose micro-batches are too small for a stage's replicas
 // are skipped), the fastest that fits, else the fastest.
 pipeline::PlanResult given_stages(const Job& job, const pipeline::Workload& w, const Cluster& c) {
-  std::optional<pipeline::PlanResult> best;
-  std::optional<UsageError> refused;
-  for (int64_t M : w.micro_batch_counts) {
-    pipeline::Plan plan;
-    try {
-      plan = pipeline::parse_stages(job.parallel.pipeline.stages, w, c, M, key_where(job, "stages"));
-    } catch (const UsageError& e) {
-      if (!refused) refused = e;
-      continue;
-    }
-    pipeline::PlanResult r = with_recompute(job, w, c, std::move(plan), "given");
-    if (!best || (r.feasible && !best->feasible) ||
-        (r.feasible == best->feasible && r.prediction.minibatch_s < best->prediction.minibatch_s))
-      best = std::move(r);
+  try {
+    return pipeline::best_given_stages(job.parallel.pipeline.stages, w, c, key_where(job, "stages"),
+                                       [&](pipeline::Plan p) { return with_recompute(job, w, c, std::move(p), "given"); });
+  } catch (const UsageError& e) {
+    throw JobError(e.where(), e.message(), e.hint());
   }
-  if (!best) throw JobError(refused->where(), refused->message(), refused->hint());
-  return *best;
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,13 @@ PlanResult finish_plan(const Workload& w, const Cluster& c, Plan plan);
 // than a micro-batch has samples.
 Plan parse_stages(const std::string& text, const Workload& w, const Cluster& c, int64_t micro_batches,
                   const std::string& where);
+
+// A user's stages (parse_stages) at each of w's candidate micro-batch counts, each plan completed by
+// `finish` (its recomputation and prediction: finish_plan, or what a job's recompute asks): the fastest
+// that fits, else the fastest. Counts parse_stages refuses (micro-batches too small for a stage's
+// replicas) are skipped; when it refuses every count, its first UsageError is thrown.
+PlanResult best_given_stages(const std::string& text, const Workload& w, const Cluster& c, const std::string& where,
+                             const std::function<PlanResult(Plan)>& finish);
 
 // Why nothing fits, as one line: the stage that cannot fit even recomputing every block with one
 // micro-batch in flight, by how much, and what would.

@@ -1,9 +1,11 @@
 // parse_stages(): a user's partition, "0-16x3,17-39" or "0-16@0+1+2,17-39@3-5", checked against the
-// blocks and the cluster; every error names the stage and says what would be valid.
+// blocks and the cluster; every error names the stage and says what would be valid. best_given_stages():
+// the same partition at its best micro-batch count.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <string_view>
 
 #include "lib/core/error.h"
@@ -100,6 +102,28 @@ Plan parse_stages(const std::string& text, const Workload& w, const Cluster& c, 
   if (plan.stages.empty()) in.fail("no stages given", "stages look like \"0-16x3,17-39\"");
   if (expect < n) in.fail(fmt::format("blocks {}-{} are in no stage", expect, n - 1), valid);
   return plan;
+}
+
+PlanResult best_given_stages(const std::string& text, const Workload& w, const Cluster& c, const std::string& where,
+                             const std::function<PlanResult(Plan)>& finish) {
+  std::optional<PlanResult> best;
+  std::optional<UsageError> refused;
+  for (int64_t M : w.micro_batch_counts) {
+    Plan plan;
+    try {
+      plan = parse_stages(text, w, c, M, where);
+    } catch (const UsageError& e) {
+      if (!refused) refused = e;
+      continue;
+    }
+    PlanResult r = finish(std::move(plan));
+    if (!best || (r.feasible && !best->feasible) ||
+        (r.feasible == best->feasible && r.prediction.minibatch_s < best->prediction.minibatch_s))
+      best = std::move(r);
+  }
+  DP_CHECK(best || refused, "a candidate micro-batch count");
+  if (!best) throw *refused;
+  return *best;
 }
 
 }  // namespace dp::pipeline

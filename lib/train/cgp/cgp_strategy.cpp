@@ -156,10 +156,7 @@ class CgpStrategy final : public Strategy {
     return g.empty() ? 0 : *std::max_element(g.begin(), g.end()) + 1;
   }
 
-  cgp::SolveOptions solve_options() const {
-    const CgpSection& c = in_.job.parallel.cgp;
-    return {c.solver, double(c.max_staleness), int(c.group_count), in_.job.job.seed, c.solver_seconds};
-  }
+  cgp::SolveOptions solve_options() const { return cgp::solve_options(in_.job); }
 
   // Rank 0 solves on `speeds`; the result is broadcast by decide().
   std::optional<cgp::Solution> solve_on(const std::vector<double>& speeds) {
@@ -364,8 +361,10 @@ void check_cgp_job(const Job& job, const Model& model) {
     return;
   }
   // A quick solve: only whether any grouping meets the bound matters here.
-  (void)cgp::solve(cluster, w, {c.solver == "exhaustive" && cluster.size() > 12 ? "exhaustive" : "sorted",
-                                double(c.max_staleness), int(c.group_count), job.job.seed, 0.2});
+  cgp::SolveOptions quick = cgp::solve_options(job);
+  quick.solver = c.solver == "exhaustive" && cluster.size() > 12 ? "exhaustive" : "sorted";
+  quick.time_limit_s = 0.2;
+  (void)cgp::solve(cluster, w, quick);
 }
 
 }  // namespace

@@ -1,0 +1,33 @@
+// `dptrain plan`'s options (cmd_plan.cpp registers them) and its three views: the data-parallel division
+// and buckets (plan_data.cpp), CGP's groups (plan_cgp.cpp) and a pipeline (plan_pipeline.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "apps/dptrain/commands.h"
+#include "lib/job/job.h"
+
+namespace dp::app {
+
+struct PlanCommand {
+  JobArgs job;
+  int64_t workers = 0;       // --workers: plan CGP for this many ranks drawn from the job's kinds
+  uint64_t seed = 0;         // --seed: of the draw and the solvers (seed_given false: [job] seed)
+  bool seed_given = false;
+  bool json = false;         // --json: one JSON object instead of the text (cgp, pipeline)
+  std::string cluster_file;  // --cluster: plan on this cluster file's [cluster] instead of the job's
+  std::string profile;       // --profile: a layer profile; plans a pipeline
+  double profile_batch = 0;  // --profile-batch: samples the profile's times are for (0: global batch)
+  std::string stages;        // --stages: a partition to evaluate beside the planner's
+  int64_t micro_batches = 0; // --micro-batches: M (0: the planner tries the divisors up to 64)
+};
+
+// [parallel] strategy = "data": the division of the global batch and MRA's gradient buckets.
+int plan_data(const Job& job);
+// [parallel] strategy = "cgp": the groups.
+int plan_cgp(const PlanCommand& cmd, const Job& job);
+// With --profile, or strategy "pipeline": stages, devices, micro-batches and recomputation.
+int plan_pipeline(const PlanCommand& cmd, const Job& job);
+
+}  // namespace dp::app

@@ -1,0 +1,77 @@
+// `dptrain plan JOB.toml` for [parallel] strategy = "data": the division of the global batch among the
+// ranks (I-DAT's first division from the job's speeds, and the one emulated slowdowns call for) and the
+// gradient buckets of MRA over the job's model. No MPI.
+#include <cstdio>
+
+#include "apps/dptrain/plan.h"
+#include "lib/balance/balance.h"
+#include "lib/data/dataset.h"
+#include "lib/mra/mra.h"
+#include "lib/balance/job_balance.h"
+#include "lib/mra/mra.h"
+#include "models/model.h"
+
+namespace dp::app {
+namespace {
+
+void print_division(const char* title, const std::vector<int64_t>& shares, const std::vector<double>& speeds) {
+  const double step = predicted_step_seconds(shares, speeds);
+  std::printf("%s\n  %4s %10s %8s %14s\n", title, "rank", "speed", "share", "compute time");
+  for (size_t r = 0; r < shares.size(); ++r)
+    std::printf("  %4zu %10.3f %8lld %13.3fx\n", r, speeds[r], (long long)shares[r],
+                double(shares[r]) / speeds[r] / step);
+  std::printf("  predicted step compute: %.4g (samples / unit speed, slowest rank)\n", step);
+}
+
+// MRA's buckets over the job's model (the data decides the model's input and output sizes).
+void print_buckets(const Job& job) {
+  const DatasetSplits data = load_dataset(job.data, job.job.seed);
+  const auto model = make_model(job.model, data.train.shape(), job.job.seed);
+  const auto& c = job.parallel.comm;
+  model->set_hook_slice(hook_slice_floats(grad_sync_options(c)));  // as training will
+  std::printf("model: %s\ngradients: %s", model->describe().c_str(), c.algorithm.c_str());
+  if (c.algorithm != "mra") {
+    std::printf(" (one allreduce per layer after backward, full update on every rank)\n");
+    return;
+  }
+  const auto buckets = plan_buckets(model->hook_ranges(), int64_t(model->params().size()), int64_t(c.bucket_mb * 1e6),
+                                    int64_t(c.first_bucket_mb * 1e6));
+  std::printf(" (%zu bucket(s) in backward order, overlap %s, sharded update %s)\n", buckets.size(),
+              !c.overlap ? "off" : buckets.size() > 1 ? "on" : "off: one bucket, nothing to overlap",
+              c.sharded_update ? "on" : "off");
+  for (size_t b = 0; b < buckets.size(); ++b)
+    std::printf("  bucket %zu: parameters [%lld, %lld), %.2f MB\n", b, (long long)buckets[b].offset,
+                (long long)buckets[b].end(), double(buckets[b].count) * 4e-6);
+}
+
+}  // namespace
+
+int plan_data(const Job& job) {
+  const int ranks = int(job.launch.ranks);
+  const int64_t batch = job.train.global_batch;
+  std::printf("job %s: %d rank(s), global batch %lld, division %s\n", job.job.name.c_str(), ranks,
+              (long long)batch, job.parallel.balance.mode.c_str());
+
+  const std::vector<double> equal_speeds(size_t(ranks), 1.0);
+  const BalanceOptions o = balance_options(job, ranks);
+  const bool known = job.parallel.balance.mode == "idat" && !o.initial_speeds.empty();
+  print_division(!known ? "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"
+                          "  `dptrain profile --compute` measures them beforehand):"
+                 : job.parallel.balance.speeds.empty() ? "first division (from the speeds [cluster] describes):"
+                                                       : "first division (from [parallel.balance] speeds):",
+                 Balancer(o, ranks).shares(batch), known ? o.initial_speeds : equal_speeds);
+  const auto& slow = job.cluster.emulate.slowdown;
+  if (!slow.empty()) {
+    std::vector<double> emulated;
+    for (double f : slow) emulated.push_back(1.0 / f);
+    print_division("with [cluster.emulate] slowdown, equal shares would give:", divide_batch(batch, equal_speeds),
+                   emulated);
+    if (job.parallel.balance.mode == "idat")
+      print_division("and I-DAT would converge to:", divide_batch(batch, emulated, 1, o.max_share), emulated);
+  }
+
+  print_buckets(job);
+  return 0;
+}
+
+}  // namespace dp::app
