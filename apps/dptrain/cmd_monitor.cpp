@@ -1,7 +1,7 @@
-// `dptrain monitor RUN_DIR`: its options, and a run directory's view (lib/monitor). On a terminal it redraws in place on the
-// alternate screen every --interval seconds until the run finishes (summary.json appears) or Ctrl-C, then
-// restores the screen and prints the final view; otherwise (--once, or not a terminal) one plain snapshot.
-// --json prints the snapshot as JSON; --plot writes the curves as an SVG.
+// `dptrain monitor RUN_DIR`: its options, and a run directory's view (lib/monitor). On a terminal it
+// redraws in place on the alternate screen every --interval seconds until the run finishes (summary.json
+// appears) or Ctrl-C, then restores the screen and prints the final view; otherwise (--once, or not a
+// terminal) one plain snapshot. --json prints the snapshot as JSON; --plot writes the curves as an SVG.
 #include <CLI/CLI.hpp>
 
 #include <sys/ioctl.h>

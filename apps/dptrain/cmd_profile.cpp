@@ -41,7 +41,8 @@ void check(const ProfileCommand& cmd) {
   if (cmd.layers && cmd.job.path.empty())
     throw UsageError("profile --layers", "needs a job file (its model is what is timed)",
                      "dptrain profile --layers JOB.toml");
-  if (cmd.layers_batch > 0 && !cmd.layers) throw UsageError("profile --batch", "is the micro-batch of --layers", "add --layers");
+  if (cmd.layers_batch > 0 && !cmd.layers)
+    throw UsageError("profile --batch", "is the micro-batch of --layers", "add --layers");
   if (cmd.compute && cmd.job.path.empty())
     throw UsageError("profile --compute", "needs a job file (its model and data are what is timed)",
                      "dptrain profile --compute JOB.toml");

@@ -61,7 +61,9 @@ Profiled read_profile(const PlanCommand& cmd, const Job& job) {
     pipedream = pipeline::read_pipedream_graph(cmd.profile);
   }
   p.chain = pipedream.chain;
-  p.batch = ours ? double(p.ours.micro_batch) : cmd.profile_batch > 0 ? cmd.profile_batch : double(job.train.global_batch);
+  p.batch = ours                    ? double(p.ours.micro_batch)
+            : cmd.profile_batch > 0 ? cmd.profile_batch
+                                    : double(job.train.global_batch);
   p.workload = from_job ? job_pipeline_workload(job, p.ours)
                : ours   ? pipeline::workload_from_block_profile(p.ours)
                         : pipeline::workload_from_profile(pipedream, p.batch);
@@ -122,8 +124,9 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   r.from_job = from_job;
   choose_plan(job, w, c, seed, r);
   if (!cmd.stages.empty())
-    r.given = pipeline::best_given_stages(cmd.stages, w, c, "--stages",
-                                          [&](pipeline::Plan plan) { return pipeline::finish_plan(w, c, std::move(plan)); });
+    r.given = pipeline::best_given_stages(cmd.stages, w, c, "--stages", [&](pipeline::Plan plan) {
+      return pipeline::finish_plan(w, c, std::move(plan));
+    });
   r.naive = pipeline::naive_plan(w, c);
   r.data_parallel = pipeline::data_parallel_plan(w, c);
   r.job = job.job.name;

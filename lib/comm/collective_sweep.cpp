@@ -14,8 +14,8 @@ namespace dp {
 namespace {
 
 std::string row_json(const CollectiveBenchResult& r, std::string_view algorithm, int ranks, bool in_place) {
-  return fmt::format(R"({{"algorithm": "{}", "in_place": {}, "bytes": {}, "count": {}, "ranks": {}, "time_us": {:.3f}, )"
-                     R"("algbw": {:.4f}, "busbw": {:.4f}, "wrong": {}}})",
+  return fmt::format(R"({{"algorithm": "{}", "in_place": {}, "bytes": {}, "count": {}, "ranks": {}, )"
+                     R"("time_us": {:.3f}, "algbw": {:.4f}, "busbw": {:.4f}, "wrong": {}}})",
                      algorithm, in_place, r.bytes, r.count, ranks, r.time_us, r.algbw, r.busbw, r.wrong);
 }
 
@@ -50,7 +50,8 @@ Measured measure(Communicator& comm, const CollectiveSweep& s, const std::string
 
 void print_row(const Measured& m, const std::string& name, int ranks, bool json, std::FILE* out) {
   if (json) {
-    std::fprintf(out, "%s\n%s\n", row_json(m.out, name, ranks, false).c_str(), row_json(m.in, name, ranks, true).c_str());
+    std::fprintf(out, "%s\n%s\n", row_json(m.out, name, ranks, false).c_str(),
+                 row_json(m.in, name, ranks, true).c_str());
     return;
   }
   std::fprintf(out, " %11zu %12zu %9s | %11.2f %8.3f %8.3f %6lld | %11.2f %8.3f %8.3f %6lld\n", m.out.bytes,

@@ -41,9 +41,9 @@ pipeline::PlanResult with_recompute(const Job& job, const pipeline::Workload& w,
 // The job's stages at each candidate M (those whose micro-batches are too small for a stage's replicas
 // are skipped), the fastest that fits, else the fastest.
 pipeline::PlanResult given_stages(const Job& job, const pipeline::Workload& w, const Cluster& c) {
+  auto finish = [&](pipeline::Plan p) { return with_recompute(job, w, c, std::move(p), "given"); };
   try {
-    return pipeline::best_given_stages(job.parallel.pipeline.stages, w, c, key_where(job, "stages"),
-                                       [&](pipeline::Plan p) { return with_recompute(job, w, c, std::move(p), "given"); });
+    return pipeline::best_given_stages(job.parallel.pipeline.stages, w, c, key_where(job, "stages"), finish);
   } catch (const UsageError& e) {
     throw JobError(e.where(), e.message(), e.hint());
   }

@@ -9,8 +9,8 @@
 #include "lib/core/printf_string.h"
 
 BOOST_AUTO_TEST_CASE(as_printf_formats) {
-  BOOST_TEST(dp::printf_string("%s|%5zu|%-6s|%8.3f|%.4g|%g|%lld|%9.1f%%", "a", size_t(42), "ab", 3.14159, 0.000123456, 2.5,
-                               -7LL, 12.25) == "a|   42|ab    |   3.142|0.0001235|2.5|-7|     12.2%");
+  BOOST_TEST(dp::printf_string("%s|%5zu|%-6s|%8.3f|%.4g|%g|%lld|%9.1f%%", "a", size_t(42), "ab", 3.14159, 0.000123456,
+                               2.5, -7LL, 12.25) == "a|   42|ab    |   3.142|0.0001235|2.5|-7|     12.2%");
   BOOST_TEST(dp::printf_string("%s", "").empty());
 }
 

@@ -43,7 +43,8 @@ BOOST_AUTO_TEST_CASE(text_compares_then_tables) {
   BOOST_TEST(text.starts_with("job five: pipeline of 5 blocks from layers.toml (a chain), times for minibatches of 8 "
                               "samples; global batch 8\ncluster: "));
   BOOST_TEST(has(text, "\n1F1B with a flush per mini-batch; plan: the planner's (exact), 0.125 s\n"));
-  for (const char* row : {"\n  planner ", "\n  --stages ", "\n  naive ", "\n  data parallel "}) BOOST_TEST(has(text, row), row);
+  for (const char* row : {"\n  planner ", "\n  --stages ", "\n  naive ", "\n  data parallel "})
+    BOOST_TEST(has(text, row), row);
   BOOST_TEST(has(text, "verdict: the planner's samples/s are "));
   BOOST_TEST(has(text, "x the given stages'"));
   BOOST_TEST(has(text, "planner's stages (M = "));
