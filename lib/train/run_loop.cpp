@@ -53,6 +53,8 @@ RunLoop::RunLoop(const Job& job, Communicator& comm, const RunOptions& opts, tra
   }
   result_.first_step = step_ + 1;
   stop_ = opts.stop_after >= 0 ? std::min(opts.stop_after, s_.total_steps) : s_.total_steps;
+  eval_every_ = job.train.eval_every > 0 ? job.train.eval_every : s_.steps_per_epoch;
+  ckpt_every_ = job.checkpoint.every > 0 ? job.checkpoint.every : s_.steps_per_epoch;
 }
 
 void RunLoop::open() {
@@ -106,13 +108,11 @@ StepSink RunLoop::rank0_sink() {
 
 void RunLoop::train_all() {
   const StepSink sink = rank0_sink();
-  const int64_t eval_every = job_.train.eval_every > 0 ? job_.train.eval_every : s_.steps_per_epoch;
-  const int64_t ckpt_every = job_.checkpoint.every > 0 ? job_.checkpoint.every : s_.steps_per_epoch;
   while (step_ < stop_) {
     // Train up to the next pause: evaluation and checkpoints happen outside the timed steps.
     auto next = [this](int64_t every) { return (step_ / every + 1) * every; };
-    int64_t until = std::min(stop_, next(eval_every));
-    if (job_.checkpoint.enabled) until = std::min(until, next(ckpt_every));
+    int64_t until = std::min(stop_, next(eval_every_));
+    if (job_.checkpoint.enabled) until = std::min(until, next(ckpt_every_));
     const Reached reached = strategy_->train_until(step_, until, sink);
     step_ = reached.step;
     if (reached.stop_signal) {  // a rank asked the run to stop: save what it has, and end
@@ -137,10 +137,8 @@ void RunLoop::note_stopped() {
 }
 
 void RunLoop::pause_after(int64_t step) {
-  const int64_t eval_every = job_.train.eval_every > 0 ? job_.train.eval_every : s_.steps_per_epoch;
-  const int64_t ckpt_every = job_.checkpoint.every > 0 ? job_.checkpoint.every : s_.steps_per_epoch;
   const bool last = step == s_.total_steps;
-  if (comm_.rank() == 0 && (step % eval_every == 0 || last)) {
+  if (comm_.rank() == 0 && (step % eval_every_ == 0 || last)) {
     evaluate_at(step, (step - 1) / s_.steps_per_epoch);
     metrics_->write(*last_eval_);
     const EvalLine& e = *last_eval_;
@@ -150,7 +148,7 @@ void RunLoop::pause_after(int64_t step) {
                         : fmt::format("step {} epoch {}: test loss {:.4f}, test accuracy {:.4f}", step, e.epoch,
                                       e.test_loss, e.test_accuracy));
   }
-  if (job_.checkpoint.enabled && (step % ckpt_every == 0 || last)) {
+  if (job_.checkpoint.enabled && (step % ckpt_every_ == 0 || last)) {
     const TraceScope traced("checkpoint", {"step", step});
     if (comm_.rank() == 0) metrics_->flush();  // the lines up to the checkpoint are on disk first
     (void)save_checkpoint(*strategy_, job_, s_.dir, comm_.rank() == 0, step);

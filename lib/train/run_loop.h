@@ -59,6 +59,7 @@ class RunLoop {
   RunResult result_;
   int64_t step_ = 0;                      // steps completed
   int64_t stop_ = 0;                      // this invocation trains up to this step
+  int64_t eval_every_ = 0, ckpt_every_ = 0;  // the pauses' cadence in steps ([train], [checkpoint])
   double train_seconds_ = 0, last_loss_ = 0;
   int64_t trained_samples_ = 0, skipped_steps_ = 0;
   std::optional<EvalLine> last_eval_;
