@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "lib/core/error.h"
 #include "lib/core/memory_meter.h"
 #include "lib/core/trace.h"
@@ -122,13 +124,15 @@ double Model::flops_per_sample() const {
 
 std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed,
                                   const Kernels& k) {
-  if (shape.is_text() && spec.type != "gpt")
-    throw JobError("[model] type", fmt::format("model '{}' cannot read text data", spec.type),
+  if (shape.is_text() && spec.type != ModelType::gpt)
+    throw JobError("[model] type", fmt::format("model '{}' cannot read text data", name_of(spec.type)),
                    "use type = \"gpt\" for [data] dataset = \"text\"");
-  if (spec.type == "mlp") return std::make_unique<Mlp>(spec.hidden, shape.features, shape.classes, seed, k);
-  if (spec.type == "cnn") return std::make_unique<Cnn>(spec, shape, seed, k);
-  if (spec.type == "gpt") return std::make_unique<Gpt>(spec, shape, seed, k);
-  throw JobError("[model] type", "unknown model type '" + spec.type + "'", "valid: mlp, cnn, gpt");
+  switch (spec.type) {
+    case ModelType::mlp: return std::make_unique<Mlp>(spec.hidden, shape.features, shape.classes, seed, k);
+    case ModelType::cnn: return std::make_unique<Cnn>(spec, shape, seed, k);
+    case ModelType::gpt: return std::make_unique<Gpt>(spec, shape, seed, k);
+  }
+  throw std::logic_error("make_model: a ModelType without a case");
 }
 
 }  // namespace dp

@@ -56,7 +56,7 @@ std::optional<estimate::DeviceKind> device_of(const EstimateCommand& cmd) {
 // Whether this machine has a GPU the job would train on.
 bool gpu_here(const Job& job) {
   try {
-    return choose_device(job).kind == "cuda";
+    return choose_device(job).kind == DeviceKind::cuda;
   } catch (const Error&) {
     return false;
   }
@@ -66,7 +66,7 @@ estimate::Timing timing_of(const EstimateCommand& cmd, const Job& job, const est
                            const std::optional<estimate::DeviceKind>& device) {
   estimate::Timing t;
   const int64_t share = std::max<int64_t>(1, job.train.global_batch / std::max<int64_t>(1, job.launch.ranks));
-  const int64_t micro = job.parallel.strategy == "pipeline" ? profile_micro_batch(job) : share;
+  const int64_t micro = job.parallel.strategy == StrategyKind::pipeline ? profile_micro_batch(job) : share;
   if (cmd.no_timing) return t;
   if (!cmd.profile.empty()) {
     if (!pipeline::is_block_profile(cmd.profile))
@@ -79,10 +79,10 @@ estimate::Timing timing_of(const EstimateCommand& cmd, const Job& job, const est
                          "profile this job's model: dptrain profile --layers JOB --out FILE");
     t.basis = "layer profile " + cmd.profile + " (" + t.profile->device + ")";
   } else if (device && (device->peak_tflops > 0 || device->memory_gbps > 0)) {
-    t.profile = estimate::roofline_profile(facts, *device, job.train.precision == "bf16", micro);
+    t.profile = estimate::roofline_profile(facts, *device, job.train.precision == Precision::bf16, micro);
     t.basis = device->name + "'s peak rates (a lower bound)";
   } else {
-    if (job.train.device == "cuda" && !gpu_here(job))
+    if (job.train.device == DeviceRequest::cuda && !gpu_here(job))
       throw UsageError("--profile", "the job trains on GPUs and this machine has none to time its blocks on",
                        "give --profile FILE (profile --layers on a GPU), --device NAME (peak rates) or --no-timing");
     t.profile = measure_block_profile(job, micro, 5, 2);
@@ -103,7 +103,7 @@ int cmd_estimate(const EstimateCommand& cmd) {
   estimate::Options o;
   o.baseline_resident_bytes = baseline;
   // The ranks' device where the job runs: cuda as asked, auto as this machine resolves it.
-  o.gpu = job.train.device == "cuda" || (job.train.device == "auto" && gpu_here(job));
+  o.gpu = job.train.device == DeviceRequest::cuda || (job.train.device == DeviceRequest::automatic && gpu_here(job));
   if (cmd.fit) o.fit_device = device;
   const estimate::Estimate e = estimate::estimate_job(job, facts, pipeline_cluster(job), timing, o);
   if (!cmd.emit.empty()) {

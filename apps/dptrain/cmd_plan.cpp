@@ -17,12 +17,16 @@ namespace {
 int cmd_plan(const PlanCommand& cmd) {
   const Job job = load_job(cmd.job.path, cmd.job.overrides, cmd.cluster_file);
   for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
-  if (!cmd.profile.empty() || job.parallel.strategy == "pipeline") return plan_pipeline(cmd, job);
+  if (!cmd.profile.empty() || job.parallel.strategy == StrategyKind::pipeline) return plan_pipeline(cmd, job);
   if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0)
     throw UsageError(!cmd.stages.empty() ? "--stages" : cmd.micro_batches > 0 ? "--micro-batches" : "--profile-batch",
                      "plans a pipeline, which needs a layer profile or strategy \"pipeline\"",
                      "add --profile FILE, or --set parallel.strategy=pipeline");
-  if (job.parallel.strategy == "cgp") return plan_cgp(cmd, job);
+  switch (job.parallel.strategy) {
+    case StrategyKind::cgp: return plan_cgp(cmd, job);
+    case StrategyKind::pipeline: return plan_pipeline(cmd, job);
+    case StrategyKind::data: break;
+  }
   if (cmd.workers > 0 || cmd.json || cmd.seed_given)
     throw UsageError(cmd.workers > 0 ? "--workers" : cmd.json ? "--json" : "--seed",
                      "plans the groups of strategy cgp or a pipeline; this job's [parallel] strategy is data",

@@ -17,10 +17,7 @@
 #include "lib/core/error.h"
 #include "lib/launch/launcher.h"
 #include "lib/launch/slurm.h"
-#include "lib/train/run_dir.h"
-#include "lib/train/run_end.h"
-#include "lib/train/run_lock.h"
-#include "lib/train/trainer.h"
+#include "lib/train/train.h"
 
 namespace dp::app {
 namespace {
@@ -64,7 +61,7 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
   }
   if (!cmd.dry_run && !lock) lock.emplace(hold_for_launch(dir, job.launch));
   // mpirun gives ranks a pseudo-terminal, so only this process can tell whether output is a terminal.
-  if (job.log.progress == "auto")
+  if (job.log.progress == ProgressMode::automatic)
     extra.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
                                                                     : "--set=log.progress=plain");
   if (!cmd.dry_run) {  // what an earlier run left to report on

@@ -22,7 +22,7 @@ namespace {
 double time_sample_seconds(const Job& job, int64_t samples) {
   Job probe = job;
   probe.cluster.emulate = EmulateSection{};
-  probe.train.device = "cpu";
+  probe.train.device = DeviceRequest::cpu;
   SpeedProbe p;
   run_thread_ranks(1, [&](Communicator& alone) { p = measure_compute_speed(probe, alone, 3, 1, samples); });
   return 1.0 / p.samples_per_second;

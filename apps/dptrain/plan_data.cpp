@@ -29,8 +29,8 @@ void print_buckets(const Job& job) {
   const auto model = make_model(job.model, data.train.shape(), job.job.seed);
   const auto& c = job.parallel.comm;
   model->set_hook_slice(hook_slice_floats(grad_sync_options(c)));  // as training will
-  std::printf("model: %s\ngradients: %s", model->describe().c_str(), c.algorithm.c_str());
-  if (c.algorithm != "mra") {
+  std::printf("model: %s\ngradients: %s", model->describe().c_str(), name_of(c.algorithm).c_str());
+  if (c.algorithm != CommAlgorithm::mra) {
     std::printf(" (one allreduce per layer after backward, full update on every rank)\n");
     return;
   }
@@ -50,11 +50,11 @@ int plan_data(const Job& job) {
   const int ranks = int(job.launch.ranks);
   const int64_t batch = job.train.global_batch;
   std::printf("job %s: %d rank(s), global batch %lld, division %s\n", job.job.name.c_str(), ranks,
-              (long long)batch, job.parallel.balance.mode.c_str());
+              (long long)batch, name_of(job.parallel.balance.mode).c_str());
 
   const std::vector<double> equal_speeds(size_t(ranks), 1.0);
   const BalanceOptions o = balance_options(job, ranks);
-  const bool known = job.parallel.balance.mode == "idat" && !o.initial_speeds.empty();
+  const bool known = job.parallel.balance.mode == BalanceMode::idat && !o.initial_speeds.empty();
   print_division(!known ? "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"
                           "  `dptrain profile --compute` measures them beforehand):"
                  : job.parallel.balance.speeds.empty() ? "first division (from the speeds [cluster] describes):"
@@ -66,7 +66,7 @@ int plan_data(const Job& job) {
     for (double f : slow) emulated.push_back(1.0 / f);
     print_division("with [cluster.emulate] slowdown, equal shares would give:", divide_batch(batch, equal_speeds),
                    emulated);
-    if (job.parallel.balance.mode == "idat")
+    if (job.parallel.balance.mode == BalanceMode::idat)
       print_division("and I-DAT would converge to:", divide_batch(batch, emulated, 1, o.max_share), emulated);
   }
 

@@ -13,7 +13,7 @@
 #include "lib/comm/link_probe.h"
 #include "lib/core/json.h"
 #include "lib/measure/measure.h"
-#include "lib/train/run_dir.h"
+#include "lib/train/train.h"
 
 namespace dp::app {
 namespace {
@@ -27,7 +27,7 @@ void profile_compute(const ProfileCommand& cmd, Communicator& world) {
   for (const SpeedProbe& p : all) fastest = std::max(fastest, p.samples_per_second);
   if (!cmd.json)
     std::printf("# dptrain profile --compute: %s, forward+backward of an equal share of the global batch (%lld), "
-                "median of %d steps%s\n#%5s %8s %12s %10s %12s %9s\n", job.model.type.c_str(),
+                "median of %d steps%s\n#%5s %8s %12s %10s %12s %9s\n", name_of(job.model.type).c_str(),
                 (long long)job.train.global_batch, cmd.compute_steps, mine.cuda ? ", on the GPUs (CUDA kernels)" : "",
                 "rank", "threads", "local batch", "step ms", "samples/s", "relative");
   std::string speeds;

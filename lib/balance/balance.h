@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/job/job_enums.h"
+
 namespace dp {
 
 // Integer shares of `total` in proportion to `speeds` (> 0), each within [min_share, max_share[r]]
@@ -58,7 +60,7 @@ class SpeedFilter {
 };
 
 struct BalanceOptions {
-  std::string mode = "equal";  // "equal" | "idat"
+  BalanceMode mode = BalanceMode::equal;
   int64_t every = 1;           // consider a new division every this many steps
   double threshold = 0.03;     // ... and adopt it only if the predicted step time drops by this fraction
   int64_t min_share = 1;

@@ -54,11 +54,11 @@ Balancer::Balancer(const BalanceOptions& options, int ranks)
       weights_(size_t(ranks), 1.0) {
   DP_CHECK(options.initial_speeds.empty() || options.initial_speeds.size() == size_t(ranks),
            "initial_speeds must give one speed per rank");
-  if (options.mode == "idat" && !options.initial_speeds.empty()) weights_ = options.initial_speeds;
+  if (options.mode == BalanceMode::idat && !options.initial_speeds.empty()) weights_ = options.initial_speeds;
 }
 
 void Balancer::resume_from(std::span<const double> weights) {
-  if (options_.mode != "idat" || weights.size() != size_t(ranks_)) return;
+  if (options_.mode != BalanceMode::idat || weights.size() != size_t(ranks_)) return;
   if (std::any_of(weights.begin(), weights.end(), [](double w) { return !(w > 0) || !std::isfinite(w); })) return;
   weights_.assign(weights.begin(), weights.end());
 }
@@ -74,7 +74,7 @@ bool Balancer::observe(int64_t step, std::span<const int64_t> local_batch, std::
     if (local_batch[size_t(r)] > 0 && compute_seconds[size_t(r)] > 0)
       filters_[size_t(r)].add(double(local_batch[size_t(r)]) / compute_seconds[size_t(r)]);
   for (int r = 0; r < ranks_; ++r) speeds_[size_t(r)] = filters_[size_t(r)].value();
-  if (options_.mode != "idat" || options_.every < 1 || (step + 1) % options_.every != 0) return false;
+  if (options_.mode != BalanceMode::idat || options_.every < 1 || (step + 1) % options_.every != 0) return false;
   if (std::any_of(speeds_.begin(), speeds_.end(), [](double s) { return s <= 0; })) return false;
 
   // Adopt the division the smoothed speeds call for only if it is predicted to be clearly faster.

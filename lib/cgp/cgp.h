@@ -72,7 +72,7 @@ Workload job_workload(const Job& job, int64_t parameters, double sample_seconds)
 Prediction predict(const Cluster& cluster, const Workload& w, const Grouping& g);
 
 struct SolveOptions {
-  std::string solver = "aga";  // "aga" | "pls" | "exhaustive" | "sorted"
+  CgpSolver solver = CgpSolver::aga;
   double max_staleness = 4;    // the bound (>= 0)
   int group_count = 0;         // exactly this many groups; 0: free
   uint64_t seed = 1;           // aga, pls: the same seed gives the same answer (unless the time limit stops them)
@@ -92,7 +92,7 @@ struct Solution {
   Grouping grouping;               // normalized
   Prediction prediction;
   std::vector<FrontPoint> front;   // non-dominated groupings the solver saw, staleness ascending
-  std::string solver;
+  CgpSolver solver = CgpSolver::aga;  // the one that found it
   double seconds = 0;              // wall time of the solve
   int64_t evaluations = 0;         // groupings scored
   bool time_limited = false;       // the search stopped at time_limit_s rather than converging
@@ -100,7 +100,7 @@ struct Solution {
 
 // CGPP: the grouping of the highest predicted samples_per_s with max_staleness <= o.max_staleness (and
 // the runtime's hold modelled at that bound: w.hold_staleness is replaced by o.max_staleness) (and
-// exactly o.group_count groups when > 0), by solver o.solver. Throws JobError for an unknown solver, a
+// exactly o.group_count groups when > 0), by solver o.solver. Throws JobError for a
 // group count above the ranks, exhaustive on more than 12 ranks, a bound no grouping meets (the message
 // gives the smallest staleness found), and the errors of predict.
 Solution solve(const Cluster& cluster, const Workload& w, const SolveOptions& o);

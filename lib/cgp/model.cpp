@@ -212,7 +212,7 @@ Workload job_workload(const Job& job, int64_t parameters, double sample_seconds)
   w.param_bytes = 4.0 * double(parameters);
   w.global_batch = job.train.global_batch;
   w.sample_seconds = sample_seconds;
-  w.balanced = job.parallel.balance.mode == "idat";
+  w.balanced = job.parallel.balance.mode == BalanceMode::idat;
   w.exchange_every = job.parallel.cgp.exchange_every;
   w.hold_staleness = double(job.parallel.cgp.max_staleness);
   return w;

@@ -76,7 +76,7 @@ std::string groups_text(const std::string& title, const Prediction& p, const Clu
 std::string front_text(const Solution& s, double bound) {
   const size_t n = s.front.size(), shown = std::min<size_t>(n, 16);
   std::string out = printf_string("Pareto front of %s (%zu point(s)%s; * meets the bound):\n  %11s %12s  %s\n",
-                                  s.solver.c_str(), n, shown < n ? ", 16 shown evenly" : "", "staleness",
+                                  name_of(s.solver).c_str(), n, shown < n ? ", 16 shown evenly" : "", "staleness",
                                   "samples/s", "groups");
   for (size_t k = 0; k < shown; ++k) {
     const size_t i = shown < 2 ? 0 : k * (n - 1) / (shown - 1);
@@ -112,7 +112,7 @@ std::string header_text(const PlanReport& r) {
 std::string solvers_text(const PlanReport& r) {
   const std::vector<Solution>& solutions = r.solutions;
   std::string out = printf_string("  %-16s", "");
-  for (const Solution& s : solutions) out += printf_string(" %-40s", s.solver.c_str());
+  for (const Solution& s : solutions) out += printf_string(" %-40s", name_of(s.solver).c_str());
   out += printf_string("\n  %-16s", "groups");
   for (const Solution& s : solutions) out += printf_string(" %-40s", grouping_summary(s.prediction).c_str());
   out += printf_string("\n  %-16s", "samples/s");
@@ -127,7 +127,7 @@ std::string solvers_text(const PlanReport& r) {
                                                s.time_limited ? " (time limit)" : "").c_str());
   out += "\n";
   if (solutions.size() > 1)
-    out += printf_string("%s / sorted: %.3fx predicted samples/s\n", solutions[0].solver.c_str(),
+    out += printf_string("%s / sorted: %.3fx predicted samples/s\n", name_of(solutions[0].solver).c_str(),
                          solutions[0].prediction.samples_per_s / solutions[1].prediction.samples_per_s);
   if (r.sorted_error) out += printf_string("sorted: %s\n", r.sorted_error->c_str());
   return out;
@@ -155,7 +155,7 @@ std::string solution_json(const Solution& s) {
                          front.empty() ? "" : ",", f.samples_per_s, f.max_staleness, json_ints(f.grouping));
   return fmt::format("{{\"solver\":{},\"seconds\":{:.6g},\"evaluations\":{},\"time_limited\":{},\"grouping\":{},"
                      "\"prediction\":{},\"front\":[{}]}}",
-                     json_quoted(s.solver), s.seconds, s.evaluations, s.time_limited, json_ints(s.grouping),
+                     json_quoted(name_of(s.solver)), s.seconds, s.evaluations, s.time_limited, json_ints(s.grouping),
                      prediction_json(s.prediction), front);
 }
 
@@ -165,9 +165,9 @@ void solve_plan(const Job& job, PlanReport& r) {
   SolveOptions o = solve_options(job);
   o.seed = r.seed;
   r.solutions = {solve(r.cluster, r.workload, o)};
-  if (o.solver != "sorted") {
+  if (o.solver != CgpSolver::sorted) {
     try {  // the baseline may find nothing where the job's solver did: say so beside it
-      o.solver = "sorted";
+      o.solver = CgpSolver::sorted;
       r.solutions.push_back(solve(r.cluster, r.workload, o));
     } catch (const JobError& e) {
       r.sorted_error = e.message();
@@ -187,7 +187,7 @@ std::string plan_text(const PlanReport& r) {
   std::string out = header_text(r) + solvers_text(r);
   // Each table after an empty line ("\n" + text would trip GCC 12's -Wrestrict false positive).
   for (const Solution& s : r.solutions)
-    out.append("\n").append(groups_text(s.solver + "'s groups:", s.prediction, r.cluster));
+    out.append("\n").append(groups_text(name_of(s.solver) + "'s groups:", s.prediction, r.cluster));
   out.append("\n").append(front_text(r.solutions[0], bound));
   if (r.fixed) {
     const Prediction& f = *r.fixed;

@@ -15,9 +15,6 @@ namespace {
 constexpr int kExhaustiveMostRanks = 12;
 
 void check_options(const SolveOptions& o, int ranks) {
-  if (o.solver != "aga" && o.solver != "pls" && o.solver != "exhaustive" && o.solver != "sorted")
-    throw JobError("parallel.cgp.solver", fmt::format("unknown solver '{}'", o.solver),
-                   "valid: aga, pls, exhaustive, sorted");
   if (!(o.max_staleness >= 0) || !std::isfinite(o.max_staleness))
     throw JobError("parallel.cgp.max_staleness", fmt::format("must be at least 0, got {}", o.max_staleness));
   if (o.group_count < 0)
@@ -28,7 +25,7 @@ void check_options(const SolveOptions& o, int ranks) {
                    "a group holds at least one rank: lower parallel.cgp.group_count, or 0 to let the solver choose");
   if (!(o.time_limit_s > 0) || !std::isfinite(o.time_limit_s))
     throw JobError("parallel.cgp.solver_seconds", fmt::format("must be greater than 0, got {}", o.time_limit_s));
-  if (o.solver == "exhaustive" && ranks > kExhaustiveMostRanks)
+  if (o.solver == CgpSolver::exhaustive && ranks > kExhaustiveMostRanks)
     throw JobError("parallel.cgp.solver",
                    fmt::format("exhaustive scores every grouping: at most {} ranks, the cluster has {}",
                                kExhaustiveMostRanks, ranks),
@@ -44,7 +41,7 @@ void check_options(const SolveOptions& o, int ranks) {
   throw JobError("parallel.cgp.max_staleness",
                  searched ? fmt::format("no grouping into {} groups has staleness at most {:g}: the smallest {} "
                                         "found is {:.4g}",
-                                        g, o.max_staleness, o.solver, smallest)
+                                        g, o.max_staleness, name_of(o.solver), smallest)
                           : fmt::format("no grouping into {} groups has staleness at most {:g}: any {} groups "
                                         "have at least {}",
                                         g, o.max_staleness, g, g - 1),
@@ -66,10 +63,12 @@ Solution solve(const Cluster& cluster, const Workload& workload, const SolveOpti
   if (o.group_count > 0 && o.group_count - 1 > o.max_staleness + detail::kStalenessTolerance)
     no_grouping_meets(o, std::nan(""));
   detail::Search search(t, w, o);
-  if (o.solver == "exhaustive") detail::solve_exhaustive(search);
-  else if (o.solver == "sorted") detail::solve_sorted(search);
-  else if (o.solver == "aga") detail::solve_aga(search);
-  else detail::solve_pls(search);
+  switch (o.solver) {
+    case CgpSolver::exhaustive: detail::solve_exhaustive(search); break;
+    case CgpSolver::sorted: detail::solve_sorted(search); break;
+    case CgpSolver::aga: detail::solve_aga(search); break;
+    case CgpSolver::pls: detail::solve_pls(search); break;
+  }
   if (!search.have_best()) no_grouping_meets(o, search.smallest_staleness());
   Solution s;
   s.grouping = normalized(search.best());

@@ -30,17 +30,19 @@ BackendReport probe_backends() {
   return r;
 }
 
-Device resolve_device(const std::string& requested, const BackendReport& r) {
-  if (requested == "cpu") return {"cpu", "requested"};
-  if (requested == "cuda") {
-    if (r.cuda_devices > 0) return {"cuda", "requested; " + r.cuda_status};
+std::string device_name(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "cpu"; }
+
+Device resolve_device(std::optional<DeviceKind> requested, const BackendReport& r) {
+  if (requested == DeviceKind::cpu) return {DeviceKind::cpu, "requested"};
+  if (requested == DeviceKind::cuda) {
+    if (r.cuda_devices > 0) return {DeviceKind::cuda, "requested; " + r.cuda_status};
     throw JobError("[train] device",
                    "device = \"cuda\" but " +
                        (r.cuda_built ? r.cuda_status : std::string("this dptrain was built without the CUDA backend")),
                    "use device = \"auto\" or \"cpu\"");
   }
-  if (r.cuda_devices > 0) return {"cuda", "auto: " + r.cuda_status};
-  return {"cpu", "auto: " + (r.cuda_built ? r.cuda_status : std::string("CUDA backend not built"))};
+  if (r.cuda_devices > 0) return {DeviceKind::cuda, "auto: " + r.cuda_status};
+  return {DeviceKind::cpu, "auto: " + (r.cuda_built ? r.cuda_status : std::string("CUDA backend not built"))};
 }
 
 std::string describe_backends(const BackendReport& r) {
@@ -56,13 +58,13 @@ const Kernels* cuda_kernel_table() {
 #endif
 }
 
-void use_cuda_device(int index, const std::string& precision) {
+void use_cuda_device(int index, bool bf16_gemms) {
 #if DPTRAIN_WITH_CUDA
   cuda::set_device(index);
-  cuda::set_gemm_math(precision == "bf16" ? cuda::GemmMath::bf16 : cuda::GemmMath::fp32);
+  cuda::set_gemm_math(bf16_gemms ? cuda::GemmMath::bf16 : cuda::GemmMath::fp32);
 #else
   (void)index;
-  (void)precision;
+  (void)bf16_gemms;
   throw RuntimeFailure("use_cuda_device", "this dptrain was built without the CUDA backend",
                        "rebuild with -DDPTRAIN_WITH_CUDA=ON or train with device = \"cpu\"");
 #endif

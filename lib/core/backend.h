@@ -2,6 +2,7 @@
 // run trains on.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace dp {
@@ -15,16 +16,20 @@ struct BackendReport {
   std::string cuda_status;   // "2 devices", or why none is usable
 };
 
+enum class DeviceKind { cpu, cuda };
+// "cpu" | "cuda"
+std::string device_name(DeviceKind kind);
+
 // The device a run computes on, and why.
 struct Device {
-  std::string kind;    // "cpu" | "cuda"
+  DeviceKind kind = DeviceKind::cpu;
   std::string reason;  // "requested", or why auto chose it
-  std::string describe() const { return kind + " (" + reason + ")"; }
+  std::string describe() const { return device_name(kind) + " (" + reason + ")"; }
 };
 
-// Resolves [train] device ("auto" | "cpu" | "cuda") against what this machine offers: "auto" takes a GPU
-// when one is usable and the CPU otherwise, saying why. Throws JobError for "cuda" without a usable GPU.
-Device resolve_device(const std::string& requested, const BackendReport& report);
+// Resolves [train] device (a kind, or nullopt for "auto") against what this machine offers: "auto" takes
+// a GPU when one is usable and the CPU otherwise, saying why. Throws JobError for cuda without a usable GPU.
+Device resolve_device(std::optional<DeviceKind> requested, const BackendReport& report);
 
 // Probes the CUDA runtime when built in; any error counts as "no GPU".
 BackendReport probe_backends();
@@ -33,8 +38,8 @@ std::string describe_backends(const BackendReport& report);
 
 // The CUDA kernel table, or nullptr when the CUDA backend is not built.
 const Kernels* cuda_kernel_table();
-// Makes GPU `index` this process's device and sets the GEMM arithmetic ("fp32" | "bf16"). Throws
-// RuntimeFailure when the CUDA backend is not built or the device cannot be used.
-void use_cuda_device(int index, const std::string& precision);
+// Makes GPU `index` this process's device and sets the GEMM arithmetic (bf16 tensor cores or fp32).
+// Throws RuntimeFailure when the CUDA backend is not built or the device cannot be used.
+void use_cuda_device(int index, bool bf16_gemms);
 
 }  // namespace dp

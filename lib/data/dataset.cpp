@@ -5,17 +5,20 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "lib/core/error.h"
 #include "lib/data/loaders.h"
 
 namespace dp {
 
 DatasetSplits load_dataset(const DataSection& data, uint64_t seed) {
-  if (data.dataset == "fashion-mnist") return load_fashion_mnist(data.path);
-  if (data.dataset == "synthetic") return make_synthetic(data, seed);
-  if (data.dataset == "text") return load_text(data);
-  throw DataError("[data]", fmt::format("unknown dataset \"{}\"", data.dataset),
-                  "use dataset = \"fashion-mnist\", \"synthetic\" or \"text\"");
+  switch (data.dataset) {
+    case DatasetKind::fashion_mnist: return load_fashion_mnist(data.path);
+    case DatasetKind::synthetic: return make_synthetic(data, seed);
+    case DatasetKind::text: return load_text(data);
+  }
+  throw std::logic_error("load_dataset: a DatasetKind without a case");
 }
 
 Batch gather_batch(const Dataset& d, std::span<const uint32_t> indices, BatchBuffer& buf) {

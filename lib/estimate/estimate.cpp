@@ -38,7 +38,7 @@ std::vector<int64_t> shares_of(int64_t batch, const std::vector<double>& speeds,
 double sync_tail_seconds(const Job& job, const Cluster& c, const std::vector<int>& ranks, double bytes) {
   const CommSection& comm = job.parallel.comm;
   const double whole = pipeline::detail::ring_allreduce_seconds(c, ranks, bytes);
-  if (comm.algorithm != "mra" || !comm.overlap) return whole;
+  if (comm.algorithm != CommAlgorithm::mra || !comm.overlap) return whole;
   // MRA: buckets reduce-scattered while backward runs; after it, the last bucket's reduce-scatter, and
   // the all-gather of the updated parameters (half a ring allreduce) unless it runs into the next forward.
   const double last_bucket = std::min(bytes, comm.bucket_mb * 1e6);
@@ -50,7 +50,7 @@ void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster&
                          std::vector<RankEstimate>& out, double& step_s) {
   std::vector<double> speeds;
   for (int r : ranks) speeds.push_back(c.rank(r).speed);
-  const bool idat = job.parallel.balance.mode == "idat";
+  const bool idat = job.parallel.balance.mode == BalanceMode::idat;
   const std::vector<int64_t> shares = shares_of(batch, speeds, idat);
   // I-DAT starts from [parallel.balance] speeds (or equal shares) before it has measured any: buffers
   // only grow, so they hold the larger of the first and the balanced share.
@@ -58,7 +58,7 @@ void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster&
   const std::vector<double>& given = job.parallel.balance.speeds;
   for (size_t i = 0; i < ranks.size() && given.size() == size_t(c.size()); ++i) first_speeds[i] = given[size_t(ranks[i])];
   const std::vector<int64_t> first = shares_of(batch, first_speeds, idat);
-  const bool sharded = job.parallel.comm.algorithm == "mra";
+  const bool sharded = job.parallel.comm.algorithm == CommAlgorithm::mra;
   const int64_t k = int64_t(ranks.size());
   const int64_t state = sharded ? (facts.parameters + k - 1) / k : facts.parameters;
   const int last = int(facts.blocks.size()) - 1;
@@ -93,7 +93,8 @@ void data_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const
   std::vector<int> all(size_t(c.size()));
   std::iota(all.begin(), all.end(), 0);
   const BalanceSection& b = job.parallel.balance;
-  e.strategy = fmt::format("data ({}, {} shares)", job.parallel.comm.algorithm, b.mode == "idat" ? "I-DAT" : "equal");
+  e.strategy = fmt::format("data ({}, {} shares)", name_of(job.parallel.comm.algorithm),
+                           b.mode == BalanceMode::idat ? "I-DAT" : "equal");
   detail::data_parallel_ranks(job, facts, c, t, all, job.train.global_batch, "data", e.ranks, e.step_s);
 }
 
@@ -110,10 +111,11 @@ Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c,
   e.flops_per_step = e.flops_per_sample * double(job.train.global_batch);
   e.steps_per_epoch = (facts.train_samples + job.train.global_batch - 1) / job.train.global_batch;
   e.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * e.steps_per_epoch;
-  const std::string& strategy = job.parallel.strategy;
-  if (strategy == "cgp") detail::cgp_ranks(job, facts, c, t, e);
-  else if (strategy == "pipeline") detail::pipeline_ranks(job, facts, c, t, e);
-  else data_ranks(job, facts, c, t, e);
+  switch (job.parallel.strategy) {
+    case StrategyKind::data: data_ranks(job, facts, c, t, e); break;
+    case StrategyKind::cgp: detail::cgp_ranks(job, facts, c, t, e); break;
+    case StrategyKind::pipeline: detail::pipeline_ranks(job, facts, c, t, e); break;
+  }
   std::sort(e.ranks.begin(), e.ranks.end(), [](const RankEstimate& a, const RankEstimate& b) { return a.rank < b.rank; });
   for (RankEstimate& r : e.ranks) {
     r.host_bytes += facts.dataset_bytes;

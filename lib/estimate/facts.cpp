@@ -38,7 +38,7 @@ ModelFacts model_facts(const Job& job) {
   const MeterScope scope(meter);
   const auto model = make_model(job.model, data.train.shape(), job.job.seed, cpu_kernels());
   if (model->block_count() == 0)
-    throw JobError("[model] type", fmt::format("model '{}' does not run as blocks", job.model.type),
+    throw JobError("[model] type", fmt::format("model '{}' does not run as blocks", name_of(job.model.type)),
                    "use mlp, cnn or gpt");
   ModelFacts f;
   f.describe = model->describe();

@@ -62,7 +62,7 @@ Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, con
   }
   if (peak < 0) {
     f.note = fmt::format("does not fit on up to {} {} ({} GB each) under strategy {}", limit, d.name, d.memory_gb,
-                         job.parallel.strategy);
+                         name_of(job.parallel.strategy));
     return f;
   }
   while (hi - lo > 1) {
@@ -74,7 +74,7 @@ Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, con
   f.devices = hi;
   f.peak_bytes = peak;
   f.note = fmt::format("{} {} under strategy {}: the largest rank holds {:.1f} GB of {} GB", hi, d.name,
-                       job.parallel.strategy, peak / 1e9, d.memory_gb);
+                       name_of(job.parallel.strategy), peak / 1e9, d.memory_gb);
   return f;
 }
 

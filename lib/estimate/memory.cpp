@@ -9,7 +9,7 @@ namespace dp::estimate {
 
 namespace {
 
-int optimizer_slots(const OptimSection& o) { return o.name == "adamw" ? 2 : 1; }
+int optimizer_slots(const OptimSection& o) { return o.name == OptimizerKind::adamw ? 2 : 1; }
 
 }  // namespace
 

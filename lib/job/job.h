@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/job/job_enums.h"
+
 namespace dp {
 
 struct JobSection {
@@ -17,7 +19,7 @@ struct JobSection {
 };
 
 struct ModelSection {
-  std::string type = "mlp";  // "mlp" | "cnn" | "gpt"
+  ModelType type = ModelType::mlp;
   // mlp
   std::vector<int64_t> hidden = {256, 128};  // hidden layer widths (ReLU between layers)
   // cnn: a stem convolution, then one stage per entry of `channels` (each after the first halves the
@@ -34,7 +36,7 @@ struct ModelSection {
 };
 
 struct DataSection {
-  std::string dataset = "fashion-mnist";  // "fashion-mnist" | "synthetic" | "text"
+  DatasetKind dataset = DatasetKind::fashion_mnist;
   // fashion-mnist: folder of the gzip IDX files; text: a UTF-8 file (gzip or plain); empty: the
   // Debian package's (dataset-fashion-mnist, jargon-text)
   std::string path;
@@ -49,12 +51,12 @@ struct DataSection {
 };
 
 struct OptimSection {
-  std::string name = "adamw";  // "sgd" | "adamw"
+  OptimizerKind name = OptimizerKind::adamw;
   double lr = 1e-3;
   double momentum = 0.9;       // sgd
   double weight_decay = 0.0;   // sgd: L2 added to the gradient; adamw: decoupled
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adamw
-  std::string schedule = "constant";  // "constant" | "step" | "cosine"
+  LrSchedule schedule = LrSchedule::constant;
   int64_t warmup_steps = 0;    // linear warmup from 0 to lr
   int64_t step_size = 1000;    // step: multiply by gamma every step_size steps
   double gamma = 0.1;          // step
@@ -67,9 +69,9 @@ struct TrainSection {
   int64_t global_batch = 128;  // samples per step, summed over all ranks
   int64_t eval_every = 0;      // steps between test-set evaluations; 0: at the end of every epoch
   int64_t threads = 0;         // compute threads per rank; 0: cores on the host / ranks on the host
-  std::string device = "auto";     // "auto" (a GPU when usable, else the CPU; says which) | "cpu" | "cuda"
-  std::string precision = "fp32";  // "fp32" | "bf16" (GPU only: GEMMs on bf16 tensor cores)
-  std::string on_nonfinite = "stop";  // a step whose loss is not finite: "stop" the run | "skip" the step
+  DeviceRequest device = DeviceRequest::automatic;  // auto: a GPU when usable, else the CPU (says which)
+  Precision precision = Precision::fp32;            // bf16: GPU only, GEMMs on bf16 tensor cores
+  OnNonfinite on_nonfinite = OnNonfinite::stop;     // a step whose loss is not finite: stop the run | skip it
 };
 
 // [parallel.comm]: how gradients travel between data-parallel ranks.
@@ -80,7 +82,7 @@ struct CommSection {
   // "mra": fused ring-allreduce: gradients packed into buckets in the order backward produces them, each
   //   bucket reduce-scattered as soon as it is complete, each rank updating only its shard of the
   //   parameters, then the updated parameters all-gathered.
-  std::string algorithm = "mra";
+  CommAlgorithm algorithm = CommAlgorithm::mra;
   double bucket_mb = 25.0;       // bucket size in MB (1e6 bytes) of fp32 gradients
   double first_bucket_mb = 1.0;  // the first bucket (the last layers): smaller, so communication starts early
   bool overlap = true;           // mra: reduce-scatter buckets while backward still runs
@@ -90,7 +92,7 @@ struct CommSection {
 
 // [parallel.balance]: how the global batch is divided among the ranks (I-DAT, lib/balance).
 struct BalanceSection {
-  std::string mode = "equal";  // "equal": as evenly as possible; "idat": in proportion to measured speeds
+  BalanceMode mode = BalanceMode::equal;  // equal: as evenly as possible; idat: in proportion to measured speeds
   int64_t every = 1;           // idat: steps between division decisions
   double threshold = 0.03;     // idat: adopt a new division only if the predicted step time drops by this
   std::vector<double> speeds;  // idat: relative speed per rank for the first division (empty: equal)
@@ -100,7 +102,7 @@ struct BalanceSection {
 // [parallel.cgp]: cooperative grouping (lib/cgp): synchronous data parallelism inside groups of ranks,
 // asynchronous exchange through a global model between groups.
 struct CgpSection {
-  std::string solver = "aga";    // "aga" | "pls" | "exhaustive" | "sorted": who chooses the groups
+  CgpSolver solver = CgpSolver::aga;  // who chooses the groups
   int64_t group_count = 0;       // groups the solver must form; 0: it chooses how many
   std::vector<int64_t> groups;   // a fixed grouping: the group (0, 1, ...) of every rank; empty: the solver's
   int64_t max_staleness = 4;     // other groups' updates that may land between a group's read and its write
@@ -119,8 +121,8 @@ struct PipelineSection {
   std::string stages;         // "0-2,3-5x2" (block ranges, "xR": R replicas, ranks in order) or
                               //   "0-2@0,3-5@1+2" (each stage's ranks); empty: the planner's on [cluster]
   int64_t micro_batches = 0;  // M, dividing train.global_batch; 0: the planner's choice
-  std::string recompute = "auto";  // "auto": per stage, the cheapest blocks that fit [cluster] memory;
-                                   //   "none"; "all": every block keeps only its input
+  Recompute recompute = Recompute::automatic;  // auto: per stage, the cheapest blocks that fit [cluster]
+                                               //   memory; none; all: every block keeps only its input
   std::string profile;        // a layer profile (dptrain profile --layers) or PipeDream graph.txt the plan
                               //   is made from; empty: the blocks are timed when the run starts
 };
@@ -128,7 +130,7 @@ struct PipelineSection {
 struct ParallelSection {
   // "data": data parallelism, gradients averaged after backward; "cgp": cooperative grouping;
   // "pipeline": pipeline parallelism
-  std::string strategy = "data";
+  StrategyKind strategy = StrategyKind::data;
   CommSection comm;               // [parallel.comm]
   BalanceSection balance;         // [parallel.balance]
   CgpSection cgp;                 // [parallel.cgp]
@@ -192,7 +194,7 @@ struct LaunchSection {
   std::vector<std::string> mpirun_args;  // appended verbatim
   std::string mpirun = "mpirun";
   std::string hostfile;                  // mpirun --hostfile; resolved against the job file's folder
-  std::string launcher = "auto";         // "auto" (srun inside a Slurm allocation) | "mpirun" | "srun"
+  Launcher launcher = Launcher::automatic;  // auto: srun inside a Slurm allocation, else mpirun
   double wait_timeout = 300;             // seconds without progress on any rank before the job ends (0: never)
   bool ranks_given = false;              // not a key: whether the job (or --set) says ranks
 };
@@ -205,7 +207,7 @@ struct CheckpointSection {
 
 struct LogSection {
   int64_t every = 10;             // steps between metrics.jsonl lines (and plain progress lines)
-  std::string progress = "auto";  // "auto" (bar on a terminal, lines otherwise) | "bar" | "plain" | "none"
+  ProgressMode progress = ProgressMode::automatic;  // auto: a bar on a terminal, plain lines otherwise
   bool trace = true;              // write trace.json (lib/core/trace.h) over the steps below
   int64_t trace_first = 2;        // first traced step of the invocation (1-based; before it: warm-up)
   int64_t trace_steps = 10;       // steps traced from trace_first

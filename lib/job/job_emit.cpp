@@ -21,9 +21,11 @@ toml::table to_table(const Job& job) {
   for (const auto& key : job_detail::schema()) {
     toml::table* section = &job_detail::make_table(root, key.table);
     std::visit(
-        [&](auto* field) {
+        [&](auto field) {
           using T = std::remove_pointer_t<decltype(field)>;
-          if constexpr (std::is_same_v<T, uint64_t>) {
+          if constexpr (std::is_same_v<T, job_detail::EnumRef>) {
+            section->insert_or_assign(key.name, field.name());
+          } else if constexpr (std::is_same_v<T, uint64_t>) {
             section->insert_or_assign(key.name, static_cast<int64_t>(*field));
           } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
                                std::is_same_v<T, std::vector<double>> ||

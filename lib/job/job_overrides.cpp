@@ -57,7 +57,8 @@ const KeySpec& override_key(const std::string& key, const std::string& where) {
 // a string; so is a non-string value for a key that wants a string, so that `job.name=2024` works.
 toml::table value_of(const std::string& raw, const KeySpec& key) {
   Job probe;
-  const bool wants_string = std::holds_alternative<std::string*>(key.field(probe));
+  const FieldRef field = key.field(probe);
+  const bool wants_string = std::holds_alternative<std::string*>(field) || std::holds_alternative<EnumRef>(field);
   try {
     toml::table parsed = toml::parse("v = " + raw);
     const toml::node* v = parsed.get("v");

@@ -93,9 +93,11 @@ class Reader {
     const toml::node* n = node(key);
     if (!n) return;
     std::visit(
-        [&](auto* field) {
+        [&](auto field) {
           using T = std::remove_pointer_t<decltype(field)>;
-          if constexpr (std::is_same_v<T, int64_t>) {
+          if constexpr (std::is_same_v<T, EnumRef>) {
+            field.assign(string(key, *n));  // an unknown name is reported by check(), in schema order
+          } else if constexpr (std::is_same_v<T, int64_t>) {
             *field = integer(key, *n);
           } else if constexpr (std::is_same_v<T, uint64_t>) {
             const int64_t v = integer(key, *n);
@@ -130,8 +132,12 @@ class Reader {
         key.field(job));
   }
 
+  // The key's value: an enumeration's name, then the key's range rule.
   void check(const KeySpec& key, const Job& job) const {
-    if (auto p = check_key(key, job)) throw JobError(problem_where(key, *p), subject(key, *p) + ": " + p->what, p->hint);
+    std::optional<Problem> p;
+    if (const toml::node* n = node(key); n && n->is_string()) p = check_enum_name(key, n->as_string()->get());
+    if (!p && key.check) p = key.check(job);
+    if (p) throw JobError(problem_where(key, *p), subject(key, *p) + ": " + p->what, p->hint);
   }
 
   // The key's warning, if it has one, at the end of `warnings`.
@@ -305,7 +311,6 @@ Job parse_job(std::string_view text, const std::string& source_name,
   job.source = source_name;
   const Reader reader(doc, source_name, origins);
   for (const auto& key : schema()) reader.read(key, job);
-  job.train.device = lowercase(job.train.device);  // device names are case-insensitive: "CUDA" is "cuda"
   for (const auto& key : schema()) reader.check(key, job);
   for (const auto& key : schema()) reader.warn(key, job, job.warnings);
   job.launch.ranks_given = reader.given(*find_dotted("launch.ranks"));

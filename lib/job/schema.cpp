@@ -1,5 +1,5 @@
-// The job schema: one row per key (table, name, Job field, range check, valid values). The enumerations'
-// valid values live here and only here; extend them here (and in man/dptrain-job.5). A nested table is a
+// The job schema: one row per key (table, name, Job field, range check). An enumerated key's field is an
+// enum whose names lib/job/job_enums.h holds; extend them there (and in man/dptrain-job.5). A nested table is a
 // dotted table name ("parallel.comm"); its rows follow its parent's. Lookups are in schema_lookup.cpp, the
 // generic range rules in schema_rules.h, the cross-key checks of [parallel.balance] and [cluster.emulate]
 // in schema_balance.cpp.
@@ -12,22 +12,6 @@
 #include "lib/job/schema_rules.h"
 
 namespace dp::job_detail {
-
-// --- Valid values of the enumerated keys ------------------------------------------------------------
-static const std::vector<std::string> kModelTypes = {"mlp", "cnn", "gpt"};
-static const std::vector<std::string> kDatasets = {"fashion-mnist", "synthetic", "text"};
-static const std::vector<std::string> kOptimizers = {"sgd", "adamw"};
-static const std::vector<std::string> kSchedules = {"constant", "step", "cosine"};
-static const std::vector<std::string> kDevices = {"auto", "cpu", "cuda"};
-static const std::vector<std::string> kPrecisions = {"fp32", "bf16"};
-static const std::vector<std::string> kOnNonfinite = {"stop", "skip"};
-static const std::vector<std::string> kStrategies = {"data", "cgp", "pipeline"};
-static const std::vector<std::string> kCgpSolvers = {"aga", "pls", "exhaustive", "sorted"};
-static const std::vector<std::string> kRecompute = {"auto", "none", "all"};
-static const std::vector<std::string> kCommAlgorithms = {"native", "ring", "mra"};
-static const std::vector<std::string> kBalanceModes = {"equal", "idat"};
-static const std::vector<std::string> kProgress = {"auto", "bar", "plain", "none"};
-static const std::vector<std::string> kLaunchers = {"auto", "mpirun", "srun"};
 
 std::string number_text(double v) { return fmt::format("{}", v); }
 
@@ -70,7 +54,7 @@ static Check check_hostfile(const Job& j) {
 
 static Check check_launcher(const Job& j) {
   const auto& l = j.launch;
-  if (l.launcher != "srun" || (l.hosts.empty() && l.hostfile.empty())) return std::nullopt;
+  if (l.launcher != Launcher::srun || (l.hosts.empty() && l.hostfile.empty())) return std::nullopt;
   return Problem{"srun runs on the Slurm allocation's nodes, not on launch.hosts or launch.hostfile", -1,
                  "remove hosts/hostfile, or use launcher = \"mpirun\""};
 }
@@ -100,7 +84,7 @@ static Check check_heads(const Job& j) {
 // The samples must fit the model's position table (only meaningful for language models on text).
 static Check check_context(const Job& j) {
   if (auto p = at_least(j.data.context, 1)) return p;
-  if (j.model.type != "gpt" || j.data.context <= j.model.context) return std::nullopt;
+  if (j.model.type != ModelType::gpt || j.data.context <= j.model.context) return std::nullopt;
   return Problem{fmt::format("samples of {} tokens are longer than the model's position table (model.context "
                              "= {})", j.data.context, j.model.context),
                  -1, "lower data.context or raise model.context"};
@@ -134,165 +118,169 @@ static Check check_micro_batches(const Job& j) {
 
 // --- The schema ------------------------------------------------------------------------------------------
 #define DP_FIELD(member) [](Job& j) -> FieldRef { return &j.member; }
+#define DP_ENUM(member) [](Job& j) -> FieldRef { return enum_ref(&j.member); }
+#define DP_ENUM_FOLDED(member) [](Job& j) -> FieldRef { return enum_ref(&j.member, true); }
 #define DP_RULE(expr) [](const Job& j) -> Check { return expr; }
 
 // clang-format off
 const std::vector<KeySpec>& schema() {
   static const std::vector<KeySpec> keys = {
-      {"job", "name", DP_FIELD(job.name), check_name, {}},
-      {"job", "seed", DP_FIELD(job.seed), nullptr, {}},  // >= 0: checked while reading
-      {"job", "output_dir", DP_FIELD(job.output_dir), nullptr, {}},
+      {"job", "name", DP_FIELD(job.name), check_name},
+      {"job", "seed", DP_FIELD(job.seed), nullptr},  // >= 0: checked while reading
+      {"job", "output_dir", DP_FIELD(job.output_dir), nullptr},
 
-      {"model", "type", DP_FIELD(model.type), nullptr, kModelTypes},
-      {"model", "hidden", DP_FIELD(model.hidden), check_hidden, {}},
-      {"model", "channels", DP_FIELD(model.channels), check_channels, {}},
-      {"model", "blocks", DP_FIELD(model.blocks), DP_RULE(at_least(j.model.blocks, 0)), {}},
-      {"model", "layers", DP_FIELD(model.layers), DP_RULE(at_least(j.model.layers, 1)), {}},
-      {"model", "heads", DP_FIELD(model.heads), check_heads, {}},
-      {"model", "width", DP_FIELD(model.width), DP_RULE(at_least(j.model.width, 1)), {}},
-      {"model", "context", DP_FIELD(model.context), DP_RULE(at_least(j.model.context, 1)), {}},
-      {"model", "tied_head", DP_FIELD(model.tied_head), nullptr, {}},
+      {"model", "type", DP_ENUM(model.type), nullptr},
+      {"model", "hidden", DP_FIELD(model.hidden), check_hidden},
+      {"model", "channels", DP_FIELD(model.channels), check_channels},
+      {"model", "blocks", DP_FIELD(model.blocks), DP_RULE(at_least(j.model.blocks, 0))},
+      {"model", "layers", DP_FIELD(model.layers), DP_RULE(at_least(j.model.layers, 1))},
+      {"model", "heads", DP_FIELD(model.heads), check_heads},
+      {"model", "width", DP_FIELD(model.width), DP_RULE(at_least(j.model.width, 1))},
+      {"model", "context", DP_FIELD(model.context), DP_RULE(at_least(j.model.context, 1))},
+      {"model", "tied_head", DP_FIELD(model.tied_head), nullptr},
 
-      {"data", "dataset", DP_FIELD(data.dataset), nullptr, kDatasets},
-      {"data", "path", DP_FIELD(data.path), nullptr, {}},
-      {"data", "train_samples", DP_FIELD(data.train_samples), DP_RULE(at_least(j.data.train_samples, 1)), {}},
-      {"data", "test_samples", DP_FIELD(data.test_samples), DP_RULE(at_least(j.data.test_samples, 1)), {}},
-      {"data", "features", DP_FIELD(data.features), DP_RULE(at_least(j.data.features, 1)), {}},
-      {"data", "classes", DP_FIELD(data.classes), DP_RULE(at_least(j.data.classes, 2)), {}},
-      {"data", "context", DP_FIELD(data.context), check_context, {}},
-      {"data", "val_fraction", DP_FIELD(data.val_fraction), check_val_fraction, {}},
+      {"data", "dataset", DP_ENUM(data.dataset), nullptr},
+      {"data", "path", DP_FIELD(data.path), nullptr},
+      {"data", "train_samples", DP_FIELD(data.train_samples), DP_RULE(at_least(j.data.train_samples, 1))},
+      {"data", "test_samples", DP_FIELD(data.test_samples), DP_RULE(at_least(j.data.test_samples, 1))},
+      {"data", "features", DP_FIELD(data.features), DP_RULE(at_least(j.data.features, 1))},
+      {"data", "classes", DP_FIELD(data.classes), DP_RULE(at_least(j.data.classes, 2))},
+      {"data", "context", DP_FIELD(data.context), check_context},
+      {"data", "val_fraction", DP_FIELD(data.val_fraction), check_val_fraction},
 
-      {"optim", "name", DP_FIELD(optim.name), nullptr, kOptimizers},
-      {"optim", "lr", DP_FIELD(optim.lr), DP_RULE(positive(j.optim.lr)), {}},
-      {"optim", "momentum", DP_FIELD(optim.momentum), DP_RULE(unit_half_open(j.optim.momentum)), {}},
-      {"optim", "weight_decay", DP_FIELD(optim.weight_decay), DP_RULE(non_negative(j.optim.weight_decay)), {}},
-      {"optim", "beta1", DP_FIELD(optim.beta1), DP_RULE(unit_half_open(j.optim.beta1)), {}},
-      {"optim", "beta2", DP_FIELD(optim.beta2), DP_RULE(unit_half_open(j.optim.beta2)), {}},
-      {"optim", "eps", DP_FIELD(optim.eps), DP_RULE(positive(j.optim.eps)), {}},
-      {"optim", "schedule", DP_FIELD(optim.schedule), nullptr, kSchedules},
-      {"optim", "warmup_steps", DP_FIELD(optim.warmup_steps), DP_RULE(at_least(j.optim.warmup_steps, 0)), {}},
-      {"optim", "step_size", DP_FIELD(optim.step_size), DP_RULE(at_least(j.optim.step_size, 1)), {}},
-      {"optim", "gamma", DP_FIELD(optim.gamma), DP_RULE(unit_open_closed(j.optim.gamma)), {}},
-      {"optim", "min_lr", DP_FIELD(optim.min_lr), check_min_lr, {}},
+      {"optim", "name", DP_ENUM(optim.name), nullptr},
+      {"optim", "lr", DP_FIELD(optim.lr), DP_RULE(positive(j.optim.lr))},
+      {"optim", "momentum", DP_FIELD(optim.momentum), DP_RULE(unit_half_open(j.optim.momentum))},
+      {"optim", "weight_decay", DP_FIELD(optim.weight_decay), DP_RULE(non_negative(j.optim.weight_decay))},
+      {"optim", "beta1", DP_FIELD(optim.beta1), DP_RULE(unit_half_open(j.optim.beta1))},
+      {"optim", "beta2", DP_FIELD(optim.beta2), DP_RULE(unit_half_open(j.optim.beta2))},
+      {"optim", "eps", DP_FIELD(optim.eps), DP_RULE(positive(j.optim.eps))},
+      {"optim", "schedule", DP_ENUM(optim.schedule), nullptr},
+      {"optim", "warmup_steps", DP_FIELD(optim.warmup_steps), DP_RULE(at_least(j.optim.warmup_steps, 0))},
+      {"optim", "step_size", DP_FIELD(optim.step_size), DP_RULE(at_least(j.optim.step_size, 1))},
+      {"optim", "gamma", DP_FIELD(optim.gamma), DP_RULE(unit_open_closed(j.optim.gamma))},
+      {"optim", "min_lr", DP_FIELD(optim.min_lr), check_min_lr},
 
-      {"train", "epochs", DP_FIELD(train.epochs), DP_RULE(at_least(j.train.epochs, 1)), {}},
-      {"train", "steps", DP_FIELD(train.steps), DP_RULE(at_least(j.train.steps, 0)), {}},
-      {"train", "global_batch", DP_FIELD(train.global_batch), DP_RULE(at_least(j.train.global_batch, 1)), {}},
-      {"train", "eval_every", DP_FIELD(train.eval_every), DP_RULE(at_least(j.train.eval_every, 0)), {}},
-      {"train", "threads", DP_FIELD(train.threads), DP_RULE(at_least(j.train.threads, 0)), {}},
-      {"train", "device", DP_FIELD(train.device), nullptr, kDevices},
-      {"train", "precision", DP_FIELD(train.precision), nullptr, kPrecisions},
-      {"train", "on_nonfinite", DP_FIELD(train.on_nonfinite), nullptr, kOnNonfinite},
+      {"train", "epochs", DP_FIELD(train.epochs), DP_RULE(at_least(j.train.epochs, 1))},
+      {"train", "steps", DP_FIELD(train.steps), DP_RULE(at_least(j.train.steps, 0))},
+      {"train", "global_batch", DP_FIELD(train.global_batch), DP_RULE(at_least(j.train.global_batch, 1))},
+      {"train", "eval_every", DP_FIELD(train.eval_every), DP_RULE(at_least(j.train.eval_every, 0))},
+      {"train", "threads", DP_FIELD(train.threads), DP_RULE(at_least(j.train.threads, 0))},
+      {"train", "device", DP_ENUM_FOLDED(train.device), nullptr},
+      {"train", "precision", DP_ENUM(train.precision), nullptr},
+      {"train", "on_nonfinite", DP_ENUM(train.on_nonfinite), nullptr},
 
-      {"parallel", "strategy", DP_FIELD(parallel.strategy), nullptr, kStrategies},
+      {"parallel", "strategy", DP_ENUM(parallel.strategy), nullptr},
 
-      {"parallel.comm", "algorithm", DP_FIELD(parallel.comm.algorithm), nullptr, kCommAlgorithms},
+      {"parallel.comm", "algorithm", DP_ENUM(parallel.comm.algorithm), nullptr},
       {"parallel.comm", "bucket_mb", DP_FIELD(parallel.comm.bucket_mb),
-       DP_RULE(positive(j.parallel.comm.bucket_mb)), {}},
-      {"parallel.comm", "first_bucket_mb", DP_FIELD(parallel.comm.first_bucket_mb), check_first_bucket, {}},
-      {"parallel.comm", "overlap", DP_FIELD(parallel.comm.overlap), nullptr, {}},
-      {"parallel.comm", "overlap_forward", DP_FIELD(parallel.comm.overlap_forward), nullptr, {}},
-      {"parallel.comm", "sharded_update", DP_FIELD(parallel.comm.sharded_update), nullptr, {}},
+       DP_RULE(positive(j.parallel.comm.bucket_mb))},
+      {"parallel.comm", "first_bucket_mb", DP_FIELD(parallel.comm.first_bucket_mb), check_first_bucket},
+      {"parallel.comm", "overlap", DP_FIELD(parallel.comm.overlap), nullptr},
+      {"parallel.comm", "overlap_forward", DP_FIELD(parallel.comm.overlap_forward), nullptr},
+      {"parallel.comm", "sharded_update", DP_FIELD(parallel.comm.sharded_update), nullptr},
 
-      {"parallel.balance", "mode", DP_FIELD(parallel.balance.mode), nullptr, kBalanceModes},
+      {"parallel.balance", "mode", DP_ENUM(parallel.balance.mode), nullptr},
       {"parallel.balance", "every", DP_FIELD(parallel.balance.every),
-       DP_RULE(at_least(j.parallel.balance.every, 1)), {}},
+       DP_RULE(at_least(j.parallel.balance.every, 1))},
       {"parallel.balance", "threshold", DP_FIELD(parallel.balance.threshold),
-       DP_RULE(unit_half_open(j.parallel.balance.threshold)), {}},
-      {"parallel.balance", "speeds", DP_FIELD(parallel.balance.speeds), check_balance_speeds, {}},
-      {"parallel.balance", "max_share", DP_FIELD(parallel.balance.max_share), check_max_share, {}},
+       DP_RULE(unit_half_open(j.parallel.balance.threshold))},
+      {"parallel.balance", "speeds", DP_FIELD(parallel.balance.speeds), check_balance_speeds},
+      {"parallel.balance", "max_share", DP_FIELD(parallel.balance.max_share), check_max_share},
 
-      {"parallel.cgp", "solver", DP_FIELD(parallel.cgp.solver), nullptr, kCgpSolvers},
-      {"parallel.cgp", "group_count", DP_FIELD(parallel.cgp.group_count), check_group_count, {}},
-      {"parallel.cgp", "groups", DP_FIELD(parallel.cgp.groups), check_cgp_groups, {}},
+      {"parallel.cgp", "solver", DP_ENUM(parallel.cgp.solver), nullptr},
+      {"parallel.cgp", "group_count", DP_FIELD(parallel.cgp.group_count), check_group_count},
+      {"parallel.cgp", "groups", DP_FIELD(parallel.cgp.groups), check_cgp_groups},
       {"parallel.cgp", "max_staleness", DP_FIELD(parallel.cgp.max_staleness),
-       DP_RULE(at_least(j.parallel.cgp.max_staleness, 0)), {}},
+       DP_RULE(at_least(j.parallel.cgp.max_staleness, 0))},
       {"parallel.cgp", "exchange_every", DP_FIELD(parallel.cgp.exchange_every),
-       DP_RULE(at_least(j.parallel.cgp.exchange_every, 1)), {}},
+       DP_RULE(at_least(j.parallel.cgp.exchange_every, 1))},
       {"parallel.cgp", "regroup_every", DP_FIELD(parallel.cgp.regroup_every),
-       DP_RULE(at_least(j.parallel.cgp.regroup_every, 0)), {}},
+       DP_RULE(at_least(j.parallel.cgp.regroup_every, 0))},
       {"parallel.cgp", "regroup_drift", DP_FIELD(parallel.cgp.regroup_drift),
-       DP_RULE(positive(j.parallel.cgp.regroup_drift)), {}},
+       DP_RULE(positive(j.parallel.cgp.regroup_drift))},
       {"parallel.cgp", "regroup_gain", DP_FIELD(parallel.cgp.regroup_gain),
-       DP_RULE(unit_half_open(j.parallel.cgp.regroup_gain)), {}},
-      {"parallel.cgp", "deterministic", DP_FIELD(parallel.cgp.deterministic), nullptr, {}},
+       DP_RULE(unit_half_open(j.parallel.cgp.regroup_gain))},
+      {"parallel.cgp", "deterministic", DP_FIELD(parallel.cgp.deterministic), nullptr},
       {"parallel.cgp", "solver_seconds", DP_FIELD(parallel.cgp.solver_seconds),
-       DP_RULE(positive(j.parallel.cgp.solver_seconds)), {}},
+       DP_RULE(positive(j.parallel.cgp.solver_seconds))},
 
-      {"parallel.pipeline", "stages", DP_FIELD(parallel.pipeline.stages), nullptr, {}},  // against the model
+      {"parallel.pipeline", "stages", DP_FIELD(parallel.pipeline.stages), nullptr},  // against the model
                                                                                            //   before ranks start
-      {"parallel.pipeline", "micro_batches", DP_FIELD(parallel.pipeline.micro_batches), check_micro_batches, {}},
-      {"parallel.pipeline", "recompute", DP_FIELD(parallel.pipeline.recompute), nullptr, kRecompute},
-      {"parallel.pipeline", "profile", DP_FIELD(parallel.pipeline.profile), nullptr, {}},
+      {"parallel.pipeline", "micro_batches", DP_FIELD(parallel.pipeline.micro_batches), check_micro_batches},
+      {"parallel.pipeline", "recompute", DP_ENUM(parallel.pipeline.recompute), nullptr},
+      {"parallel.pipeline", "profile", DP_FIELD(parallel.pipeline.profile), nullptr},
 
-      {"cluster", "file", DP_FIELD(cluster.file), nullptr, {}},
-      {"cluster", "speeds", DP_FIELD(cluster.speeds), check_cluster_speeds, {}},
-      {"cluster", "memory_gb", DP_FIELD(cluster.memory_gb), check_cluster_memory, {}},
-      {"cluster", "kinds", DP_FIELD(cluster.kinds), check_kinds, {}},
-      {"cluster", "kind_counts", DP_FIELD(cluster.kind_counts), check_kind_counts, {}},
-      {"cluster", "kind_speeds", DP_FIELD(cluster.kind_speeds), check_kind_speeds, {}},
-      {"cluster", "kind_memory_gb", DP_FIELD(cluster.kind_memory_gb), check_kind_memory, {}},
-      {"cluster", "ranks_per_node", DP_FIELD(cluster.ranks_per_node), check_ranks_per_node, {}},
-      {"cluster", "node_sizes", DP_FIELD(cluster.node_sizes), check_node_sizes, {}},
-      {"cluster", "nodes_per_rack", DP_FIELD(cluster.nodes_per_rack), check_nodes_per_rack, {}},
-      {"cluster", "sample_rate", DP_FIELD(cluster.sample_rate), DP_RULE(non_negative(j.cluster.sample_rate)), {}},
+      {"cluster", "file", DP_FIELD(cluster.file), nullptr},
+      {"cluster", "speeds", DP_FIELD(cluster.speeds), check_cluster_speeds},
+      {"cluster", "memory_gb", DP_FIELD(cluster.memory_gb), check_cluster_memory},
+      {"cluster", "kinds", DP_FIELD(cluster.kinds), check_kinds},
+      {"cluster", "kind_counts", DP_FIELD(cluster.kind_counts), check_kind_counts},
+      {"cluster", "kind_speeds", DP_FIELD(cluster.kind_speeds), check_kind_speeds},
+      {"cluster", "kind_memory_gb", DP_FIELD(cluster.kind_memory_gb), check_kind_memory},
+      {"cluster", "ranks_per_node", DP_FIELD(cluster.ranks_per_node), check_ranks_per_node},
+      {"cluster", "node_sizes", DP_FIELD(cluster.node_sizes), check_node_sizes},
+      {"cluster", "nodes_per_rack", DP_FIELD(cluster.nodes_per_rack), check_nodes_per_rack},
+      {"cluster", "sample_rate", DP_FIELD(cluster.sample_rate), DP_RULE(non_negative(j.cluster.sample_rate))},
 
-      {"cluster.links", "node_gbps", DP_FIELD(cluster.links.node_gbps), DP_RULE(bandwidth(j.cluster.links.node_gbps)), {},
+      {"cluster.links", "node_gbps", DP_FIELD(cluster.links.node_gbps), DP_RULE(bandwidth(j.cluster.links.node_gbps)),
        warn_node_below_rack},
       {"cluster.links", "node_latency_us", DP_FIELD(cluster.links.node_latency_us),
-       DP_RULE(non_negative(j.cluster.links.node_latency_us)), {}},
-      {"cluster.links", "rack_gbps", DP_FIELD(cluster.links.rack_gbps), DP_RULE(bandwidth(j.cluster.links.rack_gbps)), {},
+       DP_RULE(non_negative(j.cluster.links.node_latency_us))},
+      {"cluster.links", "rack_gbps", DP_FIELD(cluster.links.rack_gbps), DP_RULE(bandwidth(j.cluster.links.rack_gbps)),
        warn_rack_below_cross},
       {"cluster.links", "rack_latency_us", DP_FIELD(cluster.links.rack_latency_us),
-       DP_RULE(non_negative(j.cluster.links.rack_latency_us)), {}},
+       DP_RULE(non_negative(j.cluster.links.rack_latency_us))},
       {"cluster.links", "cross_gbps", DP_FIELD(cluster.links.cross_gbps),
-       DP_RULE(bandwidth(j.cluster.links.cross_gbps)), {}},
+       DP_RULE(bandwidth(j.cluster.links.cross_gbps))},
       {"cluster.links", "cross_latency_us", DP_FIELD(cluster.links.cross_latency_us),
-       DP_RULE(non_negative(j.cluster.links.cross_latency_us)), {}},
-      {"cluster.links", "gbps", DP_FIELD(cluster.links.gbps), check_link_matrix, {}},
-      {"cluster.links", "latency_us", DP_FIELD(cluster.links.latency_us), check_latency_matrix, {}},
+       DP_RULE(non_negative(j.cluster.links.cross_latency_us))},
+      {"cluster.links", "gbps", DP_FIELD(cluster.links.gbps), check_link_matrix},
+      {"cluster.links", "latency_us", DP_FIELD(cluster.links.latency_us), check_latency_matrix},
 
-      {"cluster.emulate", "slowdown", DP_FIELD(cluster.emulate.slowdown), check_slowdown, {}},
+      {"cluster.emulate", "slowdown", DP_FIELD(cluster.emulate.slowdown), check_slowdown},
       {"cluster.emulate", "fluctuate_rank", DP_FIELD(cluster.emulate.fluctuate_rank), check_fluctuate_rank,
        {}},
       {"cluster.emulate", "fluctuate_from", DP_FIELD(cluster.emulate.fluctuate_from),
-       DP_RULE(at_least(j.cluster.emulate.fluctuate_from, 0)), {}},
-      {"cluster.emulate", "fluctuate_to", DP_FIELD(cluster.emulate.fluctuate_to), check_fluctuate_to, {}},
+       DP_RULE(at_least(j.cluster.emulate.fluctuate_from, 0))},
+      {"cluster.emulate", "fluctuate_to", DP_FIELD(cluster.emulate.fluctuate_to), check_fluctuate_to},
       {"cluster.emulate", "fluctuate_factor", DP_FIELD(cluster.emulate.fluctuate_factor),
-       DP_RULE(at_least_number(j.cluster.emulate.fluctuate_factor, 1)), {}},
+       DP_RULE(at_least_number(j.cluster.emulate.fluctuate_factor, 1))},
       {"cluster.emulate", "fluctuate_move_every", DP_FIELD(cluster.emulate.fluctuate_move_every),
-       DP_RULE(at_least(j.cluster.emulate.fluctuate_move_every, 0)), {}},
+       DP_RULE(at_least(j.cluster.emulate.fluctuate_move_every, 0))},
       {"cluster.emulate", "random_walk", DP_FIELD(cluster.emulate.random_walk),
-       DP_RULE(non_negative(j.cluster.emulate.random_walk)), {}},
+       DP_RULE(non_negative(j.cluster.emulate.random_walk))},
       {"cluster.emulate", "link_gbps", DP_FIELD(cluster.emulate.link_gbps),
-       DP_RULE(non_negative(j.cluster.emulate.link_gbps)), {}},
+       DP_RULE(non_negative(j.cluster.emulate.link_gbps))},
       {"cluster.emulate", "link_latency_us", DP_FIELD(cluster.emulate.link_latency_us),
-       DP_RULE(non_negative(j.cluster.emulate.link_latency_us)), {}},
-      {"cluster.emulate", "as_described", DP_FIELD(cluster.emulate.as_described), nullptr, {}},
+       DP_RULE(non_negative(j.cluster.emulate.link_latency_us))},
+      {"cluster.emulate", "as_described", DP_FIELD(cluster.emulate.as_described), nullptr},
 
-      {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(rank_count(j.launch.ranks)), {}},
-      {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts, {}},
-      {"launch", "mpirun_args", DP_FIELD(launch.mpirun_args), nullptr, {}},
-      {"launch", "mpirun", DP_FIELD(launch.mpirun), DP_RULE(not_empty(j.launch.mpirun)), {}},
-      {"launch", "hostfile", DP_FIELD(launch.hostfile), check_hostfile, {}},
-      {"launch", "launcher", DP_FIELD(launch.launcher), check_launcher, kLaunchers},
-      {"launch", "wait_timeout", DP_FIELD(launch.wait_timeout), DP_RULE(non_negative(j.launch.wait_timeout)), {}},
+      {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(rank_count(j.launch.ranks))},
+      {"launch", "hosts", DP_FIELD(launch.hosts), check_hosts},
+      {"launch", "mpirun_args", DP_FIELD(launch.mpirun_args), nullptr},
+      {"launch", "mpirun", DP_FIELD(launch.mpirun), DP_RULE(not_empty(j.launch.mpirun))},
+      {"launch", "hostfile", DP_FIELD(launch.hostfile), check_hostfile},
+      {"launch", "launcher", DP_ENUM(launch.launcher), check_launcher},
+      {"launch", "wait_timeout", DP_FIELD(launch.wait_timeout), DP_RULE(non_negative(j.launch.wait_timeout))},
 
-      {"checkpoint", "enabled", DP_FIELD(checkpoint.enabled), nullptr, {}},
-      {"checkpoint", "every", DP_FIELD(checkpoint.every), DP_RULE(at_least(j.checkpoint.every, 0)), {}},
-      {"checkpoint", "keep", DP_FIELD(checkpoint.keep), DP_RULE(at_least(j.checkpoint.keep, 1)), {}},
+      {"checkpoint", "enabled", DP_FIELD(checkpoint.enabled), nullptr},
+      {"checkpoint", "every", DP_FIELD(checkpoint.every), DP_RULE(at_least(j.checkpoint.every, 0))},
+      {"checkpoint", "keep", DP_FIELD(checkpoint.keep), DP_RULE(at_least(j.checkpoint.keep, 1))},
 
-      {"log", "every", DP_FIELD(log.every), DP_RULE(at_least(j.log.every, 1)), {}},
-      {"log", "progress", DP_FIELD(log.progress), nullptr, kProgress},
-      {"log", "trace", DP_FIELD(log.trace), nullptr, {}},
-      {"log", "trace_first", DP_FIELD(log.trace_first), DP_RULE(at_least(j.log.trace_first, 1)), {}},
-      {"log", "trace_steps", DP_FIELD(log.trace_steps), DP_RULE(at_least(j.log.trace_steps, 1)), {}},
+      {"log", "every", DP_FIELD(log.every), DP_RULE(at_least(j.log.every, 1))},
+      {"log", "progress", DP_ENUM(log.progress), nullptr},
+      {"log", "trace", DP_FIELD(log.trace), nullptr},
+      {"log", "trace_first", DP_FIELD(log.trace_first), DP_RULE(at_least(j.log.trace_first, 1))},
+      {"log", "trace_steps", DP_FIELD(log.trace_steps), DP_RULE(at_least(j.log.trace_steps, 1))},
   };
   return keys;
 }
 // clang-format on
 
 #undef DP_FIELD
+#undef DP_ENUM
+#undef DP_ENUM_FOLDED
 #undef DP_RULE
 
 }  // namespace dp::job_detail

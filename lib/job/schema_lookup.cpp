@@ -1,5 +1,5 @@
 // Lookups over the job schema (schema.cpp): tables as dotted paths and their nesting, keys by table and
-// name or by full dotted name, and the per-key value check (enumerations, then the range rule).
+// name or by full dotted name, and the enumerations' names.
 #include <algorithm>
 
 #include "lib/job/schema.h"
@@ -74,18 +74,27 @@ const KeySpec* find_dotted(std::string_view dotted) {
   return find_key(dotted.substr(0, dot), dotted.substr(dot + 1));
 }
 
-std::optional<Problem> check_key(const KeySpec& key, const Job& job) {
-  if (!key.choices.empty()) {
-    Job copy = job;  // field() wants a mutable Job; enumerations are strings
-    const std::string& v = *std::get<std::string*>(key.field(copy));
-    if (std::find(key.choices.begin(), key.choices.end(), v) == key.choices.end()) {
-      std::string hint;
-      if (std::string near = closest(v, key.choices); !near.empty()) hint = "did you mean '" + near + "'? ";
-      hint += "valid values: " + join(key.choices);
-      return Problem{"unknown value '" + v + "'", -1, hint};
+bool EnumRef::assign(std::string_view text) const {
+  const std::string folded = fold_case ? lowercase(text) : std::string(text);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == folded) {
+      set(field, static_cast<int>(i));
+      return true;
     }
-  }
-  return key.check ? key.check(job) : std::nullopt;
+  return false;
+}
+
+std::optional<Problem> check_enum_name(const KeySpec& key, std::string_view text) {
+  Job probe;  // field() wants a Job; only the enumeration's names are read
+  const FieldRef ref = key.field(probe);
+  const EnumRef* e = std::get_if<EnumRef>(&ref);
+  if (!e || e->assign(text)) return std::nullopt;
+  const std::string value = e->fold_case ? lowercase(text) : std::string(text);
+  const std::vector<std::string> choices(e->names.begin(), e->names.end());
+  std::string hint;
+  if (std::string near = closest(value, choices); !near.empty()) hint = "did you mean '" + near + "'? ";
+  hint += "valid values: " + join(choices);
+  return Problem{"unknown value '" + value + "'", -1, hint};
 }
 
 }  // namespace dp::job_detail

@@ -43,8 +43,8 @@ std::optional<SlurmAllocation> slurm_allocation(const LaunchHost& host) {
 }
 
 bool uses_srun(const LaunchSection& launch, const LaunchHost& host) {
-  if (launch.launcher == "srun") return true;
-  if (launch.launcher != "auto" || !launch.hosts.empty() || !launch.hostfile.empty()) return false;
+  if (launch.launcher == Launcher::srun) return true;
+  if (launch.launcher != Launcher::automatic || !launch.hosts.empty() || !launch.hostfile.empty()) return false;
   return slurm_allocation(host).has_value();
 }
 

@@ -15,10 +15,19 @@
 
 namespace dp {
 
+std::optional<DeviceKind> requested_device(const Job& job) {
+  switch (job.train.device) {
+    case DeviceRequest::cpu: return DeviceKind::cpu;
+    case DeviceRequest::cuda: return DeviceKind::cuda;
+    case DeviceRequest::automatic: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // The device this run trains on; bf16 exists only on the GPU.
 Device choose_device(const Job& job) {
-  const Device device = resolve_device(job.train.device, probe_backends());
-  if (job.train.precision == "bf16" && device.kind != "cuda")
+  const Device device = resolve_device(requested_device(job), probe_backends());
+  if (job.train.precision == Precision::bf16 && device.kind != DeviceKind::cuda)
     throw JobError("[train] precision", "precision = \"bf16\" needs a GPU; this run trains on " + device.describe(),
                    "use precision = \"fp32\" on the CPU");
   return device;
@@ -26,13 +35,13 @@ Device choose_device(const Job& job) {
 
 DeviceChoice select_device(const Job& job, Communicator& comm) {
   const Device device = choose_device(job);
-  if (device.kind != "cuda") return {device, &cpu_kernels()};
+  if (device.kind != DeviceKind::cuda) return {device, &cpu_kernels()};
   const int devices = probe_backends().cuda_devices;
   if (comm.local_size() > devices)
     throw JobError("[launch] ranks", fmt::format("{} ranks on host {} share {} GPU(s); GPU training runs one "
                                                  "rank per GPU", comm.local_size(), comm.host(), devices),
                    fmt::format("set ranks to at most {} per host, or device = \"cpu\"", devices));
-  use_cuda_device(local_rank(comm), job.train.precision);
+  use_cuda_device(local_rank(comm), job.train.precision == Precision::bf16);
   return {device, cuda_kernel_table()};
 }
 

@@ -3,6 +3,7 @@
 // alike), compute threads, peak memory, and the machines every rank runs on.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 
 namespace dp {
 
+// [train] device as resolve_device takes it: the kind asked for, nullopt for "auto".
+std::optional<DeviceKind> requested_device(const Job& job);
 // The device this run trains on; bf16 exists only on the GPU. Throws JobError.
 Device choose_device(const Job& job);
 

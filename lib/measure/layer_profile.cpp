@@ -127,15 +127,15 @@ BlockTimes time_blocks(Model& model, const Dataset& data, int64_t n, int steps, 
 pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch, int steps, int warmup) {
   if (micro_batch < 1)
     throw UsageError("profile --batch", fmt::format("{} samples", micro_batch), "a micro-batch has at least 1 sample");
-  const bool cuda = choose_device(job).kind == "cuda";
-  if (cuda) use_cuda_device(0, job.train.precision);
+  const bool cuda = choose_device(job).kind == DeviceKind::cuda;
+  if (cuda) use_cuda_device(0, job.train.precision == Precision::bf16);
   const Kernels& k = cuda ? *cuda_kernel_table() : cpu_kernels();
   cpu::set_compute_threads(job.train.threads > 0 ? int(job.train.threads) : 1);
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
   auto model = make_model(job.model, data.train.shape(), job.job.seed, k);
   const int count = model->block_count();
   if (count == 0)
-    throw JobError("[model] type", fmt::format("model '{}' does not run as blocks", job.model.type),
+    throw JobError("[model] type", fmt::format("model '{}' does not run as blocks", name_of(job.model.type)),
                    "use mlp, cnn or gpt");
   const SampleShape shape = data.train.shape();
   const bool text = shape.is_text();

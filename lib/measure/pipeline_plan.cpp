@@ -19,15 +19,15 @@ std::string key_where(const Job& job, const char* key) { return fmt::format("{} 
 // The stages' recomputation as [parallel.pipeline] recompute says, then the prediction.
 pipeline::PlanResult with_recompute(const Job& job, const pipeline::Workload& w, const Cluster& c,
                                     pipeline::Plan plan, const std::string& method) {
-  const std::string& mode = job.parallel.pipeline.recompute;
-  if (mode == "auto") {
+  const Recompute mode = job.parallel.pipeline.recompute;
+  if (mode == Recompute::automatic) {
     pipeline::PlanResult r = pipeline::finish_plan(w, c, std::move(plan));
     r.method = method;
     return r;
   }
   for (pipeline::Stage& s : plan.stages) {
     s.recompute.clear();
-    if (mode == "all")
+    if (mode == Recompute::all)
       for (int b = s.first; b <= s.last; ++b) s.recompute.push_back(b);
   }
   pipeline::PlanResult r;
@@ -59,11 +59,11 @@ std::vector<int64_t> micro_batch_candidates(int64_t global_batch, int64_t fixed)
   return out;
 }
 
-double resident_bytes_per_param_byte(const OptimSection& o) { return o.name == "adamw" ? 4 : 3; }
+double resident_bytes_per_param_byte(const OptimSection& o) { return o.name == OptimizerKind::adamw ? 4 : 3; }
 
 double sharded_bytes_per_param_byte(const Job& job) {
   const CommSection& c = job.parallel.comm;
-  return c.algorithm == "mra" && c.sharded_update ? resident_bytes_per_param_byte(job.optim) - 2 : 0;
+  return c.algorithm == CommAlgorithm::mra && c.sharded_update ? resident_bytes_per_param_byte(job.optim) - 2 : 0;
 }
 
 Cluster pipeline_cluster(const Job& job) {
@@ -144,14 +144,14 @@ PipelineChoice choose_pipeline_plan(const Job& job, const pipeline::Workload& w,
     pipeline::PlanOptions o;
     o.seed = job.job.seed;
     const pipeline::PlanResult planned = pipeline::plan_pipeline(w, c, o);
-    if (!planned.feasible && job.parallel.pipeline.recompute == "auto")
+    if (!planned.feasible && job.parallel.pipeline.recompute == Recompute::automatic)
       throw JobError(job.source + " [cluster] memory_gb", "nothing fits: " + pipeline::explain_infeasible(w, c, planned),
                      "see man dptrain(1), PIPELINE MODEL, for what a stage holds");
     out.result = with_recompute(job, w, c, planned.plan, planned.method);
     out.how = fmt::format("the planner's ({})", planned.method);
   }
   const pipeline::PlanResult& r = out.result;
-  if (!r.feasible && job.parallel.pipeline.recompute == "auto")
+  if (!r.feasible && job.parallel.pipeline.recompute == Recompute::automatic)
     throw JobError(key_where(job, "stages"),
                    "the stages do not fit memory even recomputing: " + pipeline::explain_infeasible(w, c, r),
                    "use more stages or replicas, or leave stages empty for the planner's");
@@ -162,14 +162,14 @@ PipelineChoice choose_pipeline_plan(const Job& job, const pipeline::Workload& w,
         out.warnings.push_back(fmt::format(
             "stage {} on rank {} is predicted to hold {:.3g} MB, over its [cluster] memory of {:.3g} MB "
             "(recompute = \"{}\")", s, r.plan.stages[s].ranks[i], sp.peak_bytes[i] / 1e6, sp.memory_bytes[i] / 1e6,
-            job.parallel.pipeline.recompute));
+            name_of(job.parallel.pipeline.recompute)));
   }
   return out;
 }
 
 void check_pipeline_job(const Job& job, const Model& model) {
   const PipelineSection& p = job.parallel.pipeline;
-  if (job.train.device == "cuda")
+  if (job.train.device == DeviceRequest::cuda)
     throw JobError("parallel.strategy", "strategy \"pipeline\" runs on CPU ranks only",
                    "set [train] device = \"cpu\", or strategy = \"data\" on GPUs");
   if (!p.profile.empty()) {

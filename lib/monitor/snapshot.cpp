@@ -4,6 +4,8 @@
 
 #include "lib/monitor/snapshot.h"
 
+#include "lib/job/job_enums.h"
+
 namespace dp::monitor {
 namespace {
 
@@ -265,7 +267,7 @@ Snapshot make_snapshot(const RunRecord& record, int window_steps) {
   const Window window = window_of(s.curve, newest.invocation, window_steps);
   measure_window(steps, window, s);
   add_peaks_and_expectations(record, s.rank_figures);
-  s.slow = find_slow_ranks(s.rank_figures, s.strategy == "pipeline");
+  s.slow = find_slow_ranks(s.rank_figures, s.strategy == name_of(StrategyKind::pipeline));
   s.seconds_per_step = seconds_per_step(s.curve, window, newest);
   judge_progress(record, s);
   return s;

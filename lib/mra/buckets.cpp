@@ -57,7 +57,7 @@ GradSyncOptions grad_sync_options(const CommSection& c) {
 }
 
 int64_t hook_slice_floats(const GradSyncOptions& options) {
-  if (options.algorithm != "mra" || !options.overlap) return 0;
+  if (options.algorithm != CommAlgorithm::mra || !options.overlap) return 0;
   return std::max<int64_t>(1, options.first_bucket_bytes / int64_t(sizeof(float)));
 }
 

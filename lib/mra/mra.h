@@ -39,7 +39,7 @@ namespace dp {
 
 // [parallel.comm] of the job.
 struct GradSyncOptions {
-  std::string algorithm = "mra";       // "native" | "ring" | "mra"
+  CommAlgorithm algorithm = CommAlgorithm::mra;
   int64_t bucket_bytes = 25'000'000;   // MRA bucket size (fp32 gradients)
   int64_t first_bucket_bytes = 1'000'000;
   bool overlap = true;                 // MRA: communicate on a thread while backward runs

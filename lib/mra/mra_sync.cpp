@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -272,8 +273,12 @@ std::unique_ptr<GradientSync> make_mra_sync(const GradSyncOptions& options, Comm
 std::unique_ptr<GradientSync> make_gradient_sync(const GradSyncOptions& options, Communicator& comm,
                                                  std::span<float> params, std::span<float> grads,
                                                  const std::vector<ParamRange>& layers) {
-  if (options.algorithm == "mra") return make_mra_sync(options, comm, params, grads, layers);
-  return make_plain_sync(parse_collective_algorithm(options.algorithm), comm, params, grads, layers);
+  switch (options.algorithm) {
+    case CommAlgorithm::mra: return make_mra_sync(options, comm, params, grads, layers);
+    case CommAlgorithm::ring: return make_plain_sync(CollectiveAlgorithm::ring, comm, params, grads, layers);
+    case CommAlgorithm::native: return make_plain_sync(CollectiveAlgorithm::native, comm, params, grads, layers);
+  }
+  throw std::logic_error("make_gradient_sync: a CommAlgorithm without a case");
 }
 
 }  // namespace dp

@@ -15,7 +15,7 @@ namespace {
 
 // Plain data parallelism is the degenerate plan: one bucket, summed whole after backward, full update.
 GradSyncOptions effective(const GradSyncOptions& o) {
-  if (o.algorithm == "mra") return o;
+  if (o.algorithm == CommAlgorithm::mra) return o;
   GradSyncOptions plain = o;
   plain.bucket_bytes = plain.first_bucket_bytes = int64_t(1) << 62;
   plain.overlap = plain.overlap_forward = plain.sharded_update = false;
@@ -26,7 +26,7 @@ class QueuedSync final : public GradientSync {
  public:
   QueuedSync(const GradSyncOptions& o, CollectiveQueue& queue, Communicator& comm, std::span<float> params,
              std::span<float> grads, const std::vector<ParamRange>& layers)
-      : options_(effective(o)), mra_(o.algorithm == "mra"), queue_(queue), comm_(comm), params_(params),
+      : options_(effective(o)), mra_(o.algorithm == CommAlgorithm::mra), queue_(queue), comm_(comm), params_(params),
         grads_(grads), plan_(options_, queue.size(), queue.rank(), layers, int64_t(params.size())),
         overlap_(options_.overlap && plan_.buckets.size() > 1),
         defer_gather_(options_.overlap_forward && options_.sharded_update),
@@ -148,7 +148,6 @@ std::unique_ptr<GradientSync> make_queued_gradient_sync(const GradSyncOptions& o
                                                         Communicator& comm, std::span<float> params,
                                                         std::span<float> grads,
                                                         const std::vector<ParamRange>& layers) {
-  if (options.algorithm != "mra") (void)parse_collective_algorithm(options.algorithm);  // names checked
   return std::make_unique<QueuedSync>(options, queue, comm, params, grads, layers);
 }
 

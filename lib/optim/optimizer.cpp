@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <stdexcept>
 
 #include "lib/core/error.h"
 
@@ -43,22 +44,26 @@ class AdamW final : public Optimizer {
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimSection& spec, int64_t state_count, const Kernels& k) {
-  if (spec.name == "sgd") return std::make_unique<Sgd>(spec, state_count, k);
-  if (spec.name == "adamw") return std::make_unique<AdamW>(spec, state_count, k);
-  throw JobError("[optim] name", "unknown optimizer '" + spec.name + "'", "valid: sgd, adamw");
+  switch (spec.name) {
+    case OptimizerKind::sgd: return std::make_unique<Sgd>(spec, state_count, k);
+    case OptimizerKind::adamw: return std::make_unique<AdamW>(spec, state_count, k);
+  }
+  throw std::logic_error("make_optimizer: an OptimizerKind without a case");
 }
 
 double learning_rate(const OptimSection& s, int64_t step, int64_t total_steps) {
   if (step < s.warmup_steps) return s.lr * double(step + 1) / double(s.warmup_steps);
   const int64_t t = step - s.warmup_steps;
-  if (s.schedule == "constant") return s.lr;
-  if (s.schedule == "step") return s.lr * std::pow(s.gamma, double(t / s.step_size));
-  if (s.schedule == "cosine") {
-    const int64_t span = std::max<int64_t>(1, total_steps - s.warmup_steps);
-    const double progress = std::min(1.0, double(t) / double(span));
-    return s.min_lr + (s.lr - s.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  switch (s.schedule) {
+    case LrSchedule::constant: return s.lr;
+    case LrSchedule::step: return s.lr * std::pow(s.gamma, double(t / s.step_size));
+    case LrSchedule::cosine: {
+      const int64_t span = std::max<int64_t>(1, total_steps - s.warmup_steps);
+      const double progress = std::min(1.0, double(t) / double(span));
+      return s.min_lr + (s.lr - s.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+    }
   }
-  throw JobError("[optim] schedule", "unknown schedule '" + s.schedule + "'", "valid: constant, step, cosine");
+  throw std::logic_error("learning_rate: an LrSchedule without a case");
 }
 
 }  // namespace dp

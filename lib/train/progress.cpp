@@ -13,10 +13,10 @@ static std::string clock_text(double seconds) {
                    : fmt::format("{}:{:02d}", s / 60, s % 60);
 }
 
-Progress::Progress(std::FILE* out, const std::string& mode, int64_t total_steps, int64_t every)
+Progress::Progress(std::FILE* out, ProgressMode mode, int64_t total_steps, int64_t every)
     : out_(out),
-      bar_(mode == "bar" || (mode == "auto" && ::isatty(::fileno(out)))),
-      quiet_(mode == "none"),
+      bar_(mode == ProgressMode::bar || (mode == ProgressMode::automatic && ::isatty(::fileno(out)))),
+      quiet_(mode == ProgressMode::none),
       total_(total_steps),
       every_(every) {}
 

@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <string>
 
+#include "lib/job/job_enums.h"
+
 namespace dp {
 
 class Progress {
  public:
-  // mode: "auto" | "bar" | "plain" | "none"; plain lines every `every` steps.
-  Progress(std::FILE* out, const std::string& mode, int64_t total_steps, int64_t every);
+  // [log] progress: automatic is a bar on a terminal; plain lines every `every` steps.
+  Progress(std::FILE* out, ProgressMode mode, int64_t total_steps, int64_t every);
   // step_seconds: this step's wall time (for the ETA).
   void step(int64_t step, int64_t epoch, double loss, double samples_per_sec, double step_seconds);
   void note(const std::string& line);  // a line that must not be overdrawn

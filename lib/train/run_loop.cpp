@@ -46,7 +46,7 @@ RunLoop::RunLoop(const Job& job, Communicator& comm, const RunOptions& opts, tra
     : job_(job), comm_(comm), opts_(opts), s_(setup), device_(device), wall_start_(wall_start) {
   StrategyInputs inputs{job, comm, *s_.model, s_.data.train, *device.kernels, std::move(gpu_queue),
                         s_.steps_per_epoch, s_.total_steps};
-  strategy_ = strategy_named(job.parallel.strategy).make(std::move(inputs));
+  strategy_ = strategy_entry(job.parallel.strategy).make(std::move(inputs));
   if (s_.resume_from) {
     strategy_->resume(*s_.resume_from);
     step_ = s_.resume_from->step;
@@ -65,13 +65,15 @@ void RunLoop::open() {
     prepare_run_dir(s_.dir, opts_.resume, opts_.force, step_);
     write_file_atomic(s_.dir.job(), job_to_toml(job_));
     metrics_ = std::make_unique<MetricsLog>(s_.dir.metrics(), wall_start_);
-    metrics_->write(StartLine{job_.job.name, job_.parallel.strategy, device_.device.kind, comm_.size(), s_.total_steps,
-                              s_.steps_per_epoch, step_ + 1, job_.train.global_batch, train.context > 0});
+    metrics_->write(StartLine{job_.job.name, name_of(job_.parallel.strategy), device_name(device_.device.kind),
+                              comm_.size(), s_.total_steps, s_.steps_per_epoch, step_ + 1, job_.train.global_batch,
+                              train.context > 0});
     progress_ = std::make_unique<Progress>(opts_.log, job_.log.progress, s_.total_steps, job_.log.every);
     const Device& device = device_.device;
     progress_->note(fmt::format("dptrain: {} on {} rank(s), {} thread(s) each, device {}{}; {} steps of {} samples{}",
                                 s_.model->describe(), comm_.size(), cpu::compute_threads(), device.describe(),
-                                device.kind == "cuda" ? ", " + job_.train.precision + " GEMMs" : std::string(),
+                                device.kind == DeviceKind::cuda ? ", " + name_of(job_.train.precision) + " GEMMs"
+                                                                : std::string(),
                                 s_.total_steps, job_.train.global_batch,
                                 step_ > 0 ? fmt::format("; resuming after step {}", step_) : std::string()));
     for (const std::string& line : machines.lines) progress_->note(line);

@@ -27,7 +27,7 @@ RunInputs check_run_inputs(const Job& job, const RunOptions& opts) {
   (void)choose_device(job);
   const Setup s = build_setup(job, opts, cpu_kernels());
   check_run_dir_writable(s.dir);
-  const StrategyEntry& strategy = strategy_named(job.parallel.strategy);
+  const StrategyEntry& strategy = strategy_entry(job.parallel.strategy);
   if (strategy.check_job) strategy.check_job(job, *s.model);
   return {finished_run_note(s, job)};
 }
@@ -47,7 +47,7 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   // On GPUs: one rank per device, gradients summed by NCCL on the devices (a queue behind the kernels).
   const DeviceChoice device = select_device(job, comm);
   std::unique_ptr<CollectiveQueue> gpu_queue;
-  if (device.device.kind == "cuda" && comm.size() > 1) gpu_queue = make_nccl_queue(comm);
+  if (device.device.kind == DeviceKind::cuda && comm.size() > 1) gpu_queue = make_nccl_queue(comm);
 
   Setup s = build_setup(job, opts, *device.kernels);
   agree_on_resume(comm, s, job);

@@ -107,7 +107,7 @@ BOOST_AUTO_TEST_CASE(persistent_heterogeneity_reaches_the_balanced_step) {
   for (const std::vector<double>& sp : {std::vector<double>{1000, 500}, std::vector<double>{1000, 1000, 1000, 400}}) {
     const int ranks = int(sp.size());
     BalanceOptions o;
-    o.mode = "idat";
+    o.mode = dp::BalanceMode::idat;
     Balancer b(o, ranks);
     Balancer equal(BalanceOptions{}, ranks);
     BalanceOptions known = o;  // the ideal: the true speeds' division from the start, never changed
@@ -131,7 +131,7 @@ BOOST_AUTO_TEST_CASE(fluctuating_heterogeneity_tracks_the_oracle) {
   // Rank 1 of 2 slows to 40% between steps 100 and 200; the oracle divides by the true speeds each step.
   auto speed = [](int64_t step, int r) { return r == 1 && step >= 100 && step < 200 ? 400.0 : 1000.0; };
   BalanceOptions o;
-  o.mode = "idat";
+  o.mode = dp::BalanceMode::idat;
   Balancer b(o, 2);
   Balancer equal(BalanceOptions{}, 2);
   const double t = simulate(b, 2, 128, 300, speed, 0, 0.03);
@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(settled_division_changes_rarely_under_noise) {
   for (const double noise : {0.05, 0.15, 0.3}) {
     for (const int64_t batch : {32, 512}) {
       BalanceOptions o;
-      o.mode = "idat";
+      o.mode = dp::BalanceMode::idat;
       Balancer b(o, 4);
       std::mt19937 g(11);
       std::normal_distribution<double> jitter(0.0, noise);

@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
           for (int rep = 0; rep < reps; ++rep)  // repetitions interleaved across the solvers
             for (const std::string& solver : solvers) {
               dp::cgp::SolveOptions o;
-              o.solver = solver;
+              o.solver = dp::enum_named<dp::CgpSolver>(solver).value();
               o.max_staleness = bound;
               o.time_limit_s = seconds;
               o.seed = 1;

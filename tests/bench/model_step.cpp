@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     const double median = ms[ms.size() / 2];
     fmt::print("{{\"runner\":\"dptrain\",\"model\":\"{}\",\"parameters\":{},\"batch\":{},\"threads\":{},"
                "\"ms_min\":{:.3f},\"ms_median\":{:.3f},\"samples_per_sec\":{:.1f},\"machine\":\"{}\"}}\n",
-               job.model.type, model->params().size(), b.n, threads, ms.front(), median,
+               dp::name_of(job.model.type), model->params().size(), b.n, threads, ms.front(), median,
                double(b.n) * 1000.0 / median, dp::this_machine().line());
     return 0;
   } catch (const dp::Error& e) {

@@ -7,6 +7,7 @@
 #include "lib/cgp/cgp.h"
 #include "lib/cgp/plan_report.h"
 #include "lib/core/error.h"
+#include "lib/job/job_enums_io.h"  // BOOST_TEST prints compared enums by name
 
 using namespace dp;
 using namespace dp::cgp;
@@ -17,7 +18,7 @@ Job cgp_job() {
   Job job;
   job.job.name = "four";
   job.job.seed = 9;
-  job.parallel.cgp.solver = "exhaustive";
+  job.parallel.cgp.solver = dp::CgpSolver::exhaustive;
   job.parallel.cgp.max_staleness = 3;
   job.parallel.cgp.group_count = 0;
   job.parallel.cgp.solver_seconds = 0.25;
@@ -42,7 +43,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 BOOST_AUTO_TEST_CASE(solve_options_are_the_jobs) {
   const SolveOptions o = solve_options(cgp_job());
-  BOOST_TEST(o.solver == "exhaustive");
+  BOOST_TEST(o.solver == dp::CgpSolver::exhaustive);
   BOOST_TEST(o.max_staleness == 3.0);
   BOOST_TEST(o.group_count == 0);
   BOOST_TEST(o.seed == 9u);
@@ -54,8 +55,8 @@ BOOST_AUTO_TEST_CASE(the_jobs_solver_beside_sorted) {
   PlanReport r = report(job);
   solve_plan(job, r);
   BOOST_REQUIRE(r.solutions.size() == 2u);
-  BOOST_TEST(r.solutions[0].solver == "exhaustive");
-  BOOST_TEST(r.solutions[1].solver == "sorted");
+  BOOST_TEST(r.solutions[0].solver == dp::CgpSolver::exhaustive);
+  BOOST_TEST(r.solutions[1].solver == dp::CgpSolver::sorted);
   BOOST_TEST(r.solutions[0].prediction.samples_per_s >= r.solutions[1].prediction.samples_per_s);
   BOOST_TEST(!r.fixed.has_value());
   const std::string text = plan_text(r);
@@ -71,7 +72,7 @@ BOOST_AUTO_TEST_CASE(the_jobs_solver_beside_sorted) {
 
 BOOST_AUTO_TEST_CASE(sorted_alone_and_its_failure_noted) {
   Job job = cgp_job();
-  job.parallel.cgp.solver = "sorted";
+  job.parallel.cgp.solver = dp::CgpSolver::sorted;
   PlanReport r = report(job);
   solve_plan(job, r);
   BOOST_TEST(r.solutions.size() == 1u);

@@ -231,8 +231,6 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_missing_files_name_the_package) {
     BOOST_CHECK(e.hint().find("apt-get install dataset-fashion-mnist") != std::string::npos);
     BOOST_CHECK(e.hint().find("[data] path") != std::string::npos);
   }
-  s.dataset = "cifar";
-  BOOST_CHECK_THROW(dp::load_dataset(s, 1), dp::DataError);
 }
 
 // The precondition of the case on the real dataset (tests/main_with_skips.cpp: skipped, not passed).

@@ -15,7 +15,7 @@ namespace {
 dp::DataSection synthetic(int64_t train = 4096, int64_t test = 1024, int64_t features = 32,
                           int64_t classes = 10) {
   dp::DataSection s;
-  s.dataset = "synthetic";
+  s.dataset = dp::DatasetKind::synthetic;
   s.train_samples = train;
   s.test_samples = test;
   s.features = features;

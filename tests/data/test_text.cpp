@@ -56,7 +56,7 @@ struct TempDir {
 
 dp::DataSection text_section(const std::string& path, int64_t context = 4, double val_fraction = 0.25) {
   dp::DataSection d;
-  d.dataset = "text";
+  d.dataset = dp::DatasetKind::text;
   d.path = path;
   d.context = context;
   d.val_fraction = val_fraction;

@@ -22,7 +22,7 @@ void check_split(const dp::Dataset& d) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fuzz::TempFile file("text.txt");
   dp::DataSection section;
-  section.dataset = "text";
+  section.dataset = dp::DatasetKind::text;
   section.path = file.write(data, size);
   section.context = 8;
   section.val_fraction = 0.25;

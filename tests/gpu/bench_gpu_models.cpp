@@ -53,7 +53,7 @@ Timing time_steps(Model& model, const Batch& batch, int warmup, int steps) {
 void gpt2_small(int64_t batch, cuda::GemmMath math) {
   cuda::set_gemm_math(math);
   ModelSection spec;
-  spec.type = "gpt";
+  spec.type = dp::ModelType::gpt;
   spec.layers = 12;
   spec.width = 768;
   spec.heads = 12;
@@ -84,7 +84,7 @@ void gpt2_small(int64_t batch, cuda::GemmMath math) {
 void cnn(int64_t batch) {
   cuda::set_gemm_math(cuda::GemmMath::fp32);
   ModelSection spec;  // configs/cnn.toml
-  spec.type = "cnn";
+  spec.type = dp::ModelType::cnn;
   spec.channels = {8, 16, 32};
   spec.blocks = 1;
   const SampleShape shape{.features = 784, .classes = 10, .channels = 1, .height = 28, .width = 28};

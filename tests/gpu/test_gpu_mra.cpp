@@ -22,7 +22,7 @@ namespace {
 
 ModelSection mlp_spec() {
   ModelSection s;
-  s.type = "mlp";
+  s.type = dp::ModelType::mlp;
   s.hidden = {64, 40};
   return s;
 }
@@ -31,7 +31,7 @@ constexpr int64_t kBatch = 24, kSteps = 6;
 
 OptimSection adamw() {
   OptimSection o;
-  o.name = "adamw";
+  o.name = dp::OptimizerKind::adamw;
   o.lr = 0.01;
   o.weight_decay = 0.01;
   return o;
@@ -102,12 +102,13 @@ BOOST_AUTO_TEST_CASE(mra_on_the_gpu_trains_like_the_cpu) {
   };
   // Small buckets, so that several are queued while backward runs: fc1 alone is 64*50+64 floats.
   const std::vector<Mode> modes{
-      {"native", {.algorithm = "native"}},
-      {"mra after backward", {.algorithm = "mra", .bucket_bytes = 4000, .first_bucket_bytes = 800, .overlap = false}},
-      {"mra overlap", {.algorithm = "mra", .bucket_bytes = 4000, .first_bucket_bytes = 800}},
-      {"mra overlap+forward", {.algorithm = "mra", .bucket_bytes = 4000, .first_bucket_bytes = 800,
+      {"native", {.algorithm = dp::CommAlgorithm::native}},
+      {"mra after backward",
+       {.algorithm = dp::CommAlgorithm::mra, .bucket_bytes = 4000, .first_bucket_bytes = 800, .overlap = false}},
+      {"mra overlap", {.algorithm = dp::CommAlgorithm::mra, .bucket_bytes = 4000, .first_bucket_bytes = 800}},
+      {"mra overlap+forward", {.algorithm = dp::CommAlgorithm::mra, .bucket_bytes = 4000, .first_bucket_bytes = 800,
                                .overlap_forward = true}},
-      {"mra full update", {.algorithm = "mra", .bucket_bytes = 4000, .first_bucket_bytes = 800,
+      {"mra full update", {.algorithm = dp::CommAlgorithm::mra, .bucket_bytes = 4000, .first_bucket_bytes = 800,
                            .sharded_update = false}},
   };
   for (const Mode& mode : modes) {

@@ -33,14 +33,14 @@ struct Case {
 
 std::vector<Case> cases() {
   ModelSection mlp;
-  mlp.type = "mlp";
+  mlp.type = dp::ModelType::mlp;
   mlp.hidden = {64, 48, 32};
   ModelSection cnn;
-  cnn.type = "cnn";
+  cnn.type = dp::ModelType::cnn;
   cnn.channels = {8, 16};
   cnn.blocks = 1;
   ModelSection gpt;
-  gpt.type = "gpt";
+  gpt.type = dp::ModelType::gpt;
   gpt.layers = 3;
   gpt.width = 64;
   gpt.heads = 4;

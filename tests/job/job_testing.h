@@ -8,6 +8,7 @@
 
 #include "lib/core/error.h"
 #include "lib/job/job.h"
+#include "lib/job/job_enums_io.h"  // BOOST_TEST prints compared enums by name
 
 namespace job_testing {
 

@@ -19,12 +19,12 @@ BOOST_AUTO_TEST_CASE(empty_file_gives_defaults) {
   BOOST_TEST(j.job.name == "job");
   BOOST_TEST(j.output_dir() == "runs/job");
   BOOST_TEST(j.model.hidden == (std::vector<int64_t>{256, 128}), boost::test_tools::per_element());
-  BOOST_TEST(j.optim.name == "adamw");
+  BOOST_TEST(j.optim.name == dp::OptimizerKind::adamw);
   BOOST_TEST(j.train.global_batch == 128);
   BOOST_TEST(j.launch.ranks == 1);
   BOOST_TEST(j.launch.mpirun == "mpirun");
   BOOST_TEST(j.checkpoint.enabled);
-  BOOST_TEST(j.log.progress == "auto");
+  BOOST_TEST(j.log.progress == dp::ProgressMode::automatic);
 }
 
 BOOST_AUTO_TEST_CASE(empty_tables_give_defaults) {
@@ -42,20 +42,20 @@ BOOST_AUTO_TEST_CASE(every_key_is_read) {
   BOOST_TEST(j.job.seed == 42u);
   BOOST_TEST(j.output_dir() == "out/full");
   BOOST_TEST(j.model.hidden == (std::vector<int64_t>{512, 256, 64}), boost::test_tools::per_element());
-  BOOST_TEST(j.data.dataset == "synthetic");
+  BOOST_TEST(j.data.dataset == dp::DatasetKind::synthetic);
   BOOST_TEST(j.data.path == "/data/fm");
   BOOST_TEST(j.data.train_samples == 1000);
   BOOST_TEST(j.data.test_samples == 200);
   BOOST_TEST(j.data.features == 16);
   BOOST_TEST(j.data.classes == 3);
-  BOOST_TEST(j.optim.name == "sgd");
+  BOOST_TEST(j.optim.name == dp::OptimizerKind::sgd);
   BOOST_TEST(j.optim.lr == 0.05);
   BOOST_TEST(j.optim.momentum == 0.5);
   BOOST_TEST(j.optim.weight_decay == 1e-4);
   BOOST_TEST(j.optim.beta1 == 0.8);
   BOOST_TEST(j.optim.beta2 == 0.99);
   BOOST_TEST(j.optim.eps == 1e-6);
-  BOOST_TEST(j.optim.schedule == "cosine");
+  BOOST_TEST(j.optim.schedule == dp::LrSchedule::cosine);
   BOOST_TEST(j.optim.warmup_steps == 100);
   BOOST_TEST(j.optim.step_size == 50);
   BOOST_TEST(j.optim.gamma == 0.5);
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(every_key_is_read) {
   BOOST_TEST(j.train.global_batch == 64);
   BOOST_TEST(j.train.eval_every == 25);
   BOOST_TEST(j.train.threads == 2);
-  BOOST_TEST(j.parallel.comm.algorithm == "ring");
+  BOOST_TEST(j.parallel.comm.algorithm == dp::CommAlgorithm::ring);
   BOOST_TEST(j.parallel.comm.bucket_mb == 4.5);
   BOOST_TEST(j.parallel.comm.first_bucket_mb == 0.25);
   BOOST_TEST(!j.parallel.comm.overlap);
@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(every_key_is_read) {
   BOOST_TEST(j.checkpoint.every == 100);
   BOOST_TEST(j.checkpoint.keep == 5);
   BOOST_TEST(j.log.every == 5);
-  BOOST_TEST(j.log.progress == "plain");
+  BOOST_TEST(j.log.progress == dp::ProgressMode::plain);
 }
 
 BOOST_AUTO_TEST_CASE(integer_accepted_for_float_key) {

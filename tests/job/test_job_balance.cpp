@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(defaults) {
   const dp::Job j = dp::parse_job("[cluster]\n", "t.toml");
   BOOST_TEST(same(j, dp::Job{}));
   const dp::BalanceSection& b = j.parallel.balance;
-  BOOST_TEST(b.mode == "equal");
+  BOOST_TEST(b.mode == dp::BalanceMode::equal);
   BOOST_TEST(b.every == 1);
   BOOST_TEST(b.threshold == 0.03);
   BOOST_TEST(b.speeds.empty());
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(defaults) {
 BOOST_AUTO_TEST_CASE(every_key_of_the_full_job) {
   const dp::Job j = dp::parse_job(kFull, "full.toml");
   const dp::BalanceSection& b = j.parallel.balance;
-  BOOST_TEST(b.mode == "idat");
+  BOOST_TEST(b.mode == dp::BalanceMode::idat);
   BOOST_TEST(b.every == 5);
   BOOST_TEST(b.threshold == 0.1);
   BOOST_TEST(b.speeds == (Doubles{1.0, 2.5, 1.0, 0.5}), boost::test_tools::per_element());

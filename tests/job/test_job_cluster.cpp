@@ -116,8 +116,8 @@ BOOST_AUTO_TEST_CASE(cgp_keys) {
                                       "[parallel]\nstrategy = \"cgp\"\n[parallel.cgp]\nsolver = \"pls\"\n"
                                       "groups = [0, 0, 0, 1, 1, 2]\nmax_staleness = 3\n",
                                   "t.toml");
-  BOOST_TEST(j.parallel.strategy == "cgp");
-  BOOST_TEST(j.parallel.cgp.solver == "pls");
+  BOOST_TEST(j.parallel.strategy == dp::StrategyKind::cgp);
+  BOOST_TEST(j.parallel.cgp.solver == dp::CgpSolver::pls);
   BOOST_TEST(j.parallel.cgp.groups.size() == 6u);
   BOOST_TEST(j.parallel.cgp.max_staleness == 3);
 }
@@ -238,8 +238,8 @@ BOOST_AUTO_TEST_CASE(the_top_of_a_cluster_file) {
 }
 
 BOOST_AUTO_TEST_CASE(device_names_in_any_case) {
-  BOOST_TEST(dp::parse_job("[train]\ndevice = \"CPU\"\n", "t.toml").train.device == "cpu");
-  BOOST_TEST(dp::parse_job("", "t.toml", {"train.device=Auto"}).train.device == "auto");
+  BOOST_TEST(dp::parse_job("[train]\ndevice = \"CPU\"\n", "t.toml").train.device == dp::DeviceRequest::cpu);
+  BOOST_TEST(dp::parse_job("", "t.toml", {"train.device=Auto"}).train.device == dp::DeviceRequest::automatic);
   expect_error("[launch]\nranks = 2\n[cluster]\nkinds = [\"a100\", \"A100\"]\nkind_counts = [1, 1]\n"
                "kind_speeds = [1, 1]\n",
                {}, "x.toml:4:18", {"cluster.kinds[1]: names 'A100' twice (as 'a100')", "case-insensitive"});

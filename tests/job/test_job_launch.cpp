@@ -33,7 +33,8 @@ BOOST_AUTO_TEST_CASE(hosts_and_hostfile_are_exclusive) {
 
 BOOST_AUTO_TEST_CASE(launcher_values) {
   for (const char* v : {"auto", "mpirun", "srun"})
-    BOOST_TEST(dp::parse_job(std::string("[launch]\nlauncher = \"") + v + "\"\n", "x.toml").launch.launcher == v);
+    BOOST_TEST(dp::parse_job(std::string("[launch]\nlauncher = \"") + v + "\"\n", "x.toml").launch.launcher ==
+               dp::enum_named<dp::Launcher>(v).value());
   expect_error("[launch]\nlauncher = \"slurm\"\n", {}, "x.toml:2:12",
                {"launch.launcher", "unknown value 'slurm'", "auto, mpirun, srun"});
   expect_error("[launch]\nlauncher = \"srun\"\nhosts = [\"a:2\"]\n", {}, "x.toml:2:12",

@@ -12,7 +12,7 @@ BOOST_AUTO_TEST_CASE(model_zoo_keys_parse) {
       "[model]\ntype = \"gpt\"\nlayers = 2\nheads = 2\nwidth = 64\ncontext = 256\ntied_head = false\n"
       "[data]\ndataset = \"text\"\ncontext = 200\nval_fraction = 0.2\n",
       "x.toml");
-  BOOST_TEST(j.model.type == "gpt");
+  BOOST_TEST(j.model.type == dp::ModelType::gpt);
   BOOST_TEST(j.model.layers == 2);
   BOOST_TEST(j.model.width == 64);
   BOOST_TEST(!j.model.tied_head);
@@ -44,10 +44,10 @@ BOOST_AUTO_TEST_CASE(text_settings_ranges) {
 }
 
 BOOST_AUTO_TEST_CASE(device_and_precision) {
-  BOOST_TEST(dp::parse_job("", "x.toml").train.device == "auto");
-  BOOST_TEST(dp::parse_job("[train]\ndevice = \"cpu\"\n", "x.toml").train.device == "cpu");
+  BOOST_TEST(dp::parse_job("", "x.toml").train.device == dp::DeviceRequest::automatic);
+  BOOST_TEST(dp::parse_job("[train]\ndevice = \"cpu\"\n", "x.toml").train.device == dp::DeviceRequest::cpu);
   BOOST_TEST(dp::parse_job("[train]\ndevice = \"cuda\"\nprecision = \"bf16\"\n", "x.toml").train.precision ==
-             "bf16");
+             dp::Precision::bf16);
   expect_error("[train]\nprecision = \"fp16\"\n", {}, "x.toml:2:13", {"unknown value 'fp16'", "fp32, bf16"});
   expect_error("[train]\ndevice = \"gpu\"\n", {}, "x.toml:2:10", {"unknown value 'gpu'", "auto, cpu, cuda"});
 }

@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_SUITE(reading)
 
 BOOST_AUTO_TEST_CASE(defaults) {
   const dp::CommSection c = dp::parse_job("", "t.toml").parallel.comm;
-  BOOST_TEST(c.algorithm == "mra");
+  BOOST_TEST(c.algorithm == dp::CommAlgorithm::mra);
   BOOST_TEST(c.bucket_mb == 25.0);
   BOOST_TEST(c.first_bucket_mb == 1.0);
   BOOST_TEST(c.overlap);
@@ -74,14 +74,14 @@ BOOST_AUTO_TEST_CASE(header_dotted_keys_and_inline_tables) {
   const dp::Job a = dp::parse_job(
       "[parallel]\nstrategy = \"data\"\n\n[parallel.comm]\nalgorithm = \"native\"\nbucket_mb = 8\n",
       "t.toml");
-  BOOST_TEST(a.parallel.comm.algorithm == "native");
+  BOOST_TEST(a.parallel.comm.algorithm == dp::CommAlgorithm::native);
   BOOST_TEST(a.parallel.comm.bucket_mb == 8.0);  // an integer for a float key
   // The child's header before the parent's is valid TOML.
   const dp::Job b =
       dp::parse_job("[parallel.comm]\noverlap = false\n[parallel]\nstrategy = \"data\"\n", "t.toml");
   BOOST_TEST(!b.parallel.comm.overlap);
   const dp::Job c = dp::parse_job("parallel.comm.algorithm = \"ring\"\n[train]\nepochs = 2\n", "t.toml");
-  BOOST_TEST(c.parallel.comm.algorithm == "ring");
+  BOOST_TEST(c.parallel.comm.algorithm == dp::CommAlgorithm::ring);
   const dp::Job d =
       dp::parse_job("[parallel]\ncomm = { sharded_update = false, first_bucket_mb = 0.5 }\n", "t.toml");
   BOOST_TEST(!d.parallel.comm.sharded_update);
@@ -181,16 +181,16 @@ BOOST_AUTO_TEST_CASE(set_nested_keys) {
   const dp::Job j = dp::parse_job("[parallel.comm]\nalgorithm = \"native\"\n", "t.toml",
                                   {"parallel.comm.algorithm=ring", "parallel.comm.bucket_mb=50",
                                    "parallel.comm.overlap=false", " parallel.comm.sharded_update = false "});
-  BOOST_TEST(j.parallel.comm.algorithm == "ring");
+  BOOST_TEST(j.parallel.comm.algorithm == dp::CommAlgorithm::ring);
   BOOST_TEST(j.parallel.comm.bucket_mb == 50.0);
   BOOST_TEST(!j.parallel.comm.overlap);
   BOOST_TEST(!j.parallel.comm.sharded_update);
   // Into a file without the table, or without its parent.
   BOOST_TEST(
       dp::parse_job("[parallel]\n", "t.toml", {"parallel.comm.algorithm=native"}).parallel.comm.algorithm ==
-      "native");
+      dp::CommAlgorithm::native);
   BOOST_TEST(dp::parse_job("", "t.toml", {"parallel.comm.algorithm=\"ring\""}).parallel.comm.algorithm ==
-             "ring");
+             dp::CommAlgorithm::ring);
   // Into an inline table of the file.
   const dp::Job k =
       dp::parse_job("parallel = { comm = { overlap = false } }\n", "t.toml", {"parallel.comm.bucket_mb=10"});
@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE(toml_writes_a_nested_header_that_reads_back) {
     BOOST_TEST((t.find(s) != std::string::npos));
   }
   const dp::Job back = dp::parse_job(t, "emitted.toml");
-  BOOST_TEST(back.parallel.comm.algorithm == "native");
+  BOOST_TEST(back.parallel.comm.algorithm == dp::CommAlgorithm::native);
   BOOST_TEST(back.parallel.comm.bucket_mb == 4.5);
   BOOST_TEST(!back.parallel.comm.overlap);
   BOOST_TEST(same(back, j));
@@ -250,7 +250,7 @@ BOOST_AUTO_TEST_CASE(toml_writes_a_nested_header_that_reads_back) {
 
 BOOST_AUTO_TEST_CASE(json_nests_objects) {
   dp::Job j;
-  j.parallel.comm.algorithm = "ring";
+  j.parallel.comm.algorithm = dp::CommAlgorithm::ring;
   const std::string s = dp::job_to_json(j);
   BOOST_TEST_INFO(s);
   const auto parallel = s.find("\"parallel\" : {");

@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_CASE(float_arrays) {
                                    "parallel.balance.mode=idat", "cluster.emulate.fluctuate_factor=2"});
   BOOST_TEST(j.cluster.emulate.slowdown == (std::vector<double>{1.0, 2.5}), boost::test_tools::per_element());
   BOOST_TEST(j.parallel.balance.speeds == (std::vector<double>{1.0, 2.5}), boost::test_tools::per_element());
-  BOOST_TEST(j.parallel.balance.mode == "idat");
+  BOOST_TEST(j.parallel.balance.mode == dp::BalanceMode::idat);
   BOOST_TEST(j.cluster.emulate.fluctuate_factor == 2.0);
   // An empty array clears the file's.
   BOOST_TEST(dp::parse_job("[cluster.emulate]\nslowdown = [2]\n", "t.toml", {"cluster.emulate.slowdown=[]"})

@@ -37,11 +37,11 @@ dp::LaunchHost host(Env env, bool root = true) {
   return h;
 }
 
-dp::LaunchSection section(int64_t ranks, bool given, std::string launcher = "auto") {
+dp::LaunchSection section(int64_t ranks, bool given, dp::Launcher launcher = dp::Launcher::automatic) {
   dp::LaunchSection l;
   l.ranks = ranks;
   l.ranks_given = given;
-  l.launcher = std::move(launcher);
+  l.launcher = launcher;
   return l;
 }
 
@@ -100,8 +100,8 @@ BOOST_AUTO_TEST_SUITE(choice_and_ranks)
 BOOST_AUTO_TEST_CASE(auto_is_srun_in_an_allocation_and_mpirun_outside) {
   BOOST_TEST(dp::uses_srun(section(2, true), host(batch_shell(2))));
   BOOST_TEST(!dp::uses_srun(section(2, true), host({})));
-  BOOST_TEST(!dp::uses_srun(section(2, true, "mpirun"), host(batch_shell(2))));
-  BOOST_TEST(dp::uses_srun(section(2, true, "srun"), host({})));  // srun allocates for itself
+  BOOST_TEST(!dp::uses_srun(section(2, true, dp::Launcher::mpirun), host(batch_shell(2))));
+  BOOST_TEST(dp::uses_srun(section(2, true, dp::Launcher::srun), host({})));  // srun allocates for itself
 }
 
 BOOST_AUTO_TEST_CASE(named_machines_keep_auto_on_mpirun) {
@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(srun_without_cpus_per_task) {
 }
 
 BOOST_AUTO_TEST_CASE(mpirun_in_an_allocation_takes_its_nodes) {
-  const Args cmd = dp::launch_command(section(2, true, "mpirun"), host(batch_shell(2)), kSelf);
+  const Args cmd = dp::launch_command(section(2, true, dp::Launcher::mpirun), host(batch_shell(2)), kSelf);
   BOOST_TEST(cmd.front() == "mpirun");
   BOOST_TEST(has(cmd, "--allow-run-as-root"));
   BOOST_TEST(!has(cmd, "--host"));

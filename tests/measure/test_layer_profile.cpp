@@ -41,7 +41,8 @@ void check_sizes_against_stages(const Job& job) {
   }
   for (int first = 0; first < count; ++first)
     for (int last = first; last < count; ++last) {
-      if (job.model.tied_head && job.model.type == "gpt" && first > 0 && last == count - 1) continue;  // refused
+      const bool tied = job.model.tied_head && job.model.type == dp::ModelType::gpt;
+      if (tied && first > 0 && last == count - 1) continue;  // refused
       double kept = last + 1 < count ? p.blocks[size_t(last)].output_bytes : 0.0;
       for (int b = first; b <= last; ++b) kept += p.blocks[size_t(b)].saved_bytes;
       const Stage stage(*model, first, last, 1);
@@ -81,7 +82,7 @@ void check_metered_peaks(const Job& job) {
     for (int last = first; last < count; ++last)
       for (int mode = 0; mode < 3; ++mode)
         for (int in_flight = 1; in_flight <= 2; ++in_flight) {
-          if (job.model.tied_head && job.model.type == "gpt" && first > 0 && last == count - 1) continue;
+          if (job.model.tied_head && job.model.type == dp::ModelType::gpt && first > 0 && last == count - 1) continue;
           std::vector<bool> flags(size_t(last - first + 1), mode == 1);
           if (mode == 2) flags[0] = true;
           std::vector<int> recompute;

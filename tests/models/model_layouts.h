@@ -34,14 +34,14 @@ struct Layout {
 
 inline dp::ModelSection mlp(std::vector<int64_t> hidden) {
   dp::ModelSection s;
-  s.type = "mlp";
+  s.type = dp::ModelType::mlp;
   s.hidden = std::move(hidden);
   return s;
 }
 
 inline dp::ModelSection cnn(std::vector<int64_t> channels, int64_t blocks) {
   dp::ModelSection s;
-  s.type = "cnn";
+  s.type = dp::ModelType::cnn;
   s.channels = std::move(channels);
   s.blocks = blocks;
   return s;
@@ -49,7 +49,7 @@ inline dp::ModelSection cnn(std::vector<int64_t> channels, int64_t blocks) {
 
 inline dp::ModelSection gpt(int64_t layers, int64_t heads, int64_t width, int64_t context, bool tied) {
   dp::ModelSection s;
-  s.type = "gpt";
+  s.type = dp::ModelType::gpt;
   s.layers = layers;
   s.heads = heads;
   s.width = width;

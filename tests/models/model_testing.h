@@ -6,6 +6,7 @@
 
 #include "lib/core/rng.h"
 #include "models/model.h"
+#include "lib/job/job_enums_io.h"  // BOOST_TEST prints compared enums by name
 
 namespace dp {
 
@@ -30,14 +31,14 @@ inline Batch random_batch(const SampleShape& shape, int64_t n, Data& d) {
 
 inline std::vector<std::pair<ModelSection, SampleShape>> small_models() {
   ModelSection mlp;
-  mlp.type = "mlp";
+  mlp.type = dp::ModelType::mlp;
   mlp.hidden = {16, 12};
   ModelSection cnn;
-  cnn.type = "cnn";
+  cnn.type = dp::ModelType::cnn;
   cnn.channels = {4, 8};
   cnn.blocks = 1;
   ModelSection gpt;
-  gpt.type = "gpt";
+  gpt.type = dp::ModelType::gpt;
   gpt.layers = 2;
   gpt.width = 16;
   gpt.heads = 2;

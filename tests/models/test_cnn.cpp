@@ -141,7 +141,7 @@ dp::SampleShape image_shape(int64_t c, int64_t h, int64_t w, int64_t classes) {
 
 dp::ModelSection cnn_spec(std::vector<int64_t> channels, int64_t blocks) {
   dp::ModelSection spec;
-  spec.type = "cnn";
+  spec.type = dp::ModelType::cnn;
   spec.channels = std::move(channels);
   spec.blocks = blocks;
   return spec;

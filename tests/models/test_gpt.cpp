@@ -197,7 +197,7 @@ double ref_gpt_loss(const Vec& p, const Config& k, const std::vector<int32_t>& t
 
 dp::ModelSection gpt_spec(int64_t layers, int64_t heads, int64_t width, int64_t context, bool tied) {
   dp::ModelSection s;
-  s.type = "gpt";
+  s.type = dp::ModelType::gpt;
   s.layers = layers;
   s.heads = heads;
   s.width = width;

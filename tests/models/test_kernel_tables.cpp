@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(staged_models_match_host_models_bit_for_bit) {
 
 BOOST_AUTO_TEST_CASE(parameters_round_trip_through_the_host) {
   ModelSection mlp;
-  mlp.type = "mlp";
+  mlp.type = dp::ModelType::mlp;
   mlp.hidden = {8};
   auto m = make_model(mlp, {.features = 4, .classes = 2}, 1, staged_kernels());
   std::vector<float> p = m->params_to_host();

@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(sliced_layers_compute_the_same_step) {
       const std::vector<float> g = model->grads_to_host();
       for (size_t i = 0; i < g.size(); ++i)
         BOOST_TEST(std::abs(g[i] - whole_grads[i]) <= 1e-5f * (1.0f + std::abs(whole_grads[i])));
-      if (spec.type == "mlp") {
+      if (spec.type == dp::ModelType::mlp) {
         BOOST_TEST(model->hook_ranges().size() == 14u);  // 20->16: 8 slices, 16->12: 4, 12->5: 2
         BOOST_TEST(model->hook_ranges().size() > layer_ranges);
         BOOST_TEST(announced == int64_t(model->hook_ranges().size()));

@@ -27,7 +27,7 @@ namespace {
 
 ModelSection mlp_spec() {
   ModelSection s;
-  s.type = "mlp";
+  s.type = dp::ModelType::mlp;
   s.hidden = {48, 40};
   return s;
 }
@@ -56,7 +56,7 @@ std::pair<int64_t, int64_t> share(int64_t step, int rank, int ranks) {
 
 OptimSection adamw() {
   OptimSection o;
-  o.name = "adamw";
+  o.name = dp::OptimizerKind::adamw;
   o.lr = 0.01;
   o.weight_decay = 0.01;
   return o;
@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(buckets_tile_the_buffer_from_the_end) {
 BOOST_AUTO_TEST_CASE(every_mode_trains_like_one_process) {
   cpu::set_compute_threads(1);
   GradSyncOptions plain;
-  plain.algorithm = "native";
+  plain.algorithm = dp::CommAlgorithm::native;
   const std::vector<float> reference = train(plain, 1)[0];
 
   struct Mode {
@@ -134,18 +134,19 @@ BOOST_AUTO_TEST_CASE(every_mode_trains_like_one_process) {
     GradSyncOptions o;
   };
   std::vector<Mode> modes;
-  for (const char* a : {"native", "ring"}) modes.push_back({a, {.algorithm = a}});
+  for (const dp::CommAlgorithm a : {dp::CommAlgorithm::native, dp::CommAlgorithm::ring})
+    modes.push_back({a == dp::CommAlgorithm::native ? "native" : "ring", {.algorithm = a}});
   for (int overlap : {0, 1, 2})  // none, with backward, with backward and the next forward
     for (bool sharded : {false, true})
       // Small buckets so that several are in flight: 48*30+48 floats in fc1 alone.
       modes.push_back({overlap == 2 ? (sharded ? "mra overlap+forward sharded" : "mra overlap+forward full")
                        : overlap == 1 ? (sharded ? "mra overlap sharded" : "mra overlap full")
                                       : (sharded ? "mra sharded" : "mra full"),
-                       {.algorithm = "mra", .bucket_bytes = 4000, .first_bucket_bytes = 400, .overlap = overlap > 0,
-                        .overlap_forward = overlap == 2, .sharded_update = sharded}});
+                       {.algorithm = dp::CommAlgorithm::mra, .bucket_bytes = 4000, .first_bucket_bytes = 400,
+                        .overlap = overlap > 0, .overlap_forward = overlap == 2, .sharded_update = sharded}});
   // One bucket: nothing to overlap, so no thread (the same arithmetic).
   modes.push_back({"mra overlap+forward, one bucket",
-                   {.algorithm = "mra", .bucket_bytes = 1 << 30, .first_bucket_bytes = 1 << 30,
+                   {.algorithm = dp::CommAlgorithm::mra, .bucket_bytes = 1 << 30, .first_bucket_bytes = 1 << 30,
                     .overlap = true, .overlap_forward = true}});
   for (const bool queued : {false, true})
     for (const Mode& mode : modes)
@@ -163,7 +164,7 @@ BOOST_AUTO_TEST_CASE(every_mode_trains_like_one_process) {
 BOOST_AUTO_TEST_CASE(one_bucket_runs_after_backward_without_a_thread) {
   run_thread_ranks(2, [](Communicator& comm) {
     auto model = make_model(mlp_spec(), kShape, 3);
-    GradSyncOptions o{.algorithm = "mra", .bucket_bytes = 1 << 30, .first_bucket_bytes = 1 << 30};
+    GradSyncOptions o{.algorithm = dp::CommAlgorithm::mra, .bucket_bytes = 1 << 30, .first_bucket_bytes = 1 << 30};
     auto one = make_gradient_sync(o, comm, model->params(), model->grads(), model->hook_ranges());
     BOOST_TEST(one->describe().find("one bucket: nothing to overlap") != std::string::npos);
     o.bucket_bytes = o.first_bucket_bytes = 400;
@@ -176,7 +177,7 @@ BOOST_DATA_TEST_CASE(sharded_state_round_trips_through_the_full_layout, boost::u
                      queued) {
   run_thread_ranks(3, [queued](Communicator& comm) {
     auto model = make_model(mlp_spec(), kShape, 3);
-    const GradSyncOptions o{.algorithm = "mra", .bucket_bytes = 4000, .first_bucket_bytes = 400};
+    const GradSyncOptions o{.algorithm = dp::CommAlgorithm::mra, .bucket_bytes = 4000, .first_bucket_bytes = 400};
     const auto queue = queued ? make_host_queue(comm) : nullptr;
     auto sync = queued ? make_queued_gradient_sync(o, *queue, comm, model->params(), model->grads(),
                                                    model->hook_ranges())

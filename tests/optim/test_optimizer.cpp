@@ -12,7 +12,7 @@ namespace tt = boost::test_tools;
 
 BOOST_AUTO_TEST_CASE(sgd_momentum_two_steps) {
   dp::OptimSection s;
-  s.name = "sgd";
+  s.name = dp::OptimizerKind::sgd;
   s.momentum = 0.9;
   auto opt = dp::make_optimizer(s, 1);
   std::vector<float> p{1.0f}, g{0.5f};
@@ -25,7 +25,7 @@ BOOST_AUTO_TEST_CASE(sgd_momentum_two_steps) {
 
 BOOST_AUTO_TEST_CASE(sgd_weight_decay_adds_l2_to_the_gradient) {
   dp::OptimSection s;
-  s.name = "sgd";
+  s.name = dp::OptimizerKind::sgd;
   s.momentum = 0.0;
   s.weight_decay = 0.1;
   auto opt = dp::make_optimizer(s, 1);
@@ -36,7 +36,7 @@ BOOST_AUTO_TEST_CASE(sgd_weight_decay_adds_l2_to_the_gradient) {
 
 BOOST_AUTO_TEST_CASE(adamw_two_steps) {
   dp::OptimSection s;
-  s.name = "adamw";
+  s.name = dp::OptimizerKind::adamw;
   s.beta1 = 0.9;
   s.beta2 = 0.999;
   s.eps = 1e-8;
@@ -58,13 +58,6 @@ BOOST_AUTO_TEST_CASE(adamw_two_steps) {
   BOOST_TEST(opt->state().size() == 2u);  // m and v
 }
 
-BOOST_AUTO_TEST_CASE(unknown_optimizer_names_the_valid_ones) {
-  dp::OptimSection s;
-  s.name = "lamb";
-  BOOST_CHECK_EXCEPTION(dp::make_optimizer(s, 1), dp::JobError,
-                        [](const dp::JobError& e) { return e.hint().find("sgd, adamw") != std::string::npos; });
-}
-
 BOOST_AUTO_TEST_CASE(warmup_then_constant) {
   dp::OptimSection s;
   s.lr = 0.4;
@@ -76,7 +69,7 @@ BOOST_AUTO_TEST_CASE(warmup_then_constant) {
 
 BOOST_AUTO_TEST_CASE(step_decay) {
   dp::OptimSection s;
-  s.schedule = "step";
+  s.schedule = dp::LrSchedule::step;
   s.lr = 1.0;
   s.step_size = 10;
   s.gamma = 0.5;
@@ -87,7 +80,7 @@ BOOST_AUTO_TEST_CASE(step_decay) {
 
 BOOST_AUTO_TEST_CASE(cosine_decay_after_warmup) {
   dp::OptimSection s;
-  s.schedule = "cosine";
+  s.schedule = dp::LrSchedule::cosine;
   s.lr = 1.0;
   s.min_lr = 0.1;
   s.warmup_steps = 10;

@@ -24,7 +24,7 @@ GroupReplica::GroupReplica(const StrategyInputs& in, Communicator& server, const
   optimizer_ = make_optimizer(in_.job.optim, update_->state_count(), in_.kernels);
   BalanceOptions o = balance_options(in_.job, comm_->size());
   o.initial_speeds.clear();
-  if (o.mode == "idat")
+  if (o.mode == BalanceMode::idat)
     for (int r = 0; r < in_.comm.size(); ++r)
       if (grouping[size_t(r)] == group_) o.initial_speeds.push_back(speeds[size_t(r)]);
   balancer_ = std::make_unique<Balancer>(o, comm_->size());
@@ -112,7 +112,7 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
 
 double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::function<void()>& between_steps) {
   const int64_t epoch = begin / clock_.n, tps = in_.model.targets_per_sample();
-  const bool idat = in_.job.parallel.balance.mode == "idat";
+  const bool idat = in_.job.parallel.balance.mode == BalanceMode::idat;
   double loss = 0;
   auto step_start = Clock::now();
   for (int64_t at = begin; at < begin + count; at += group_batch_) {

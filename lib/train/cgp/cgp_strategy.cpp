@@ -62,7 +62,7 @@ class CgpStrategy final : public Strategy {
       how_ = "fixed by [parallel.cgp] groups";
     } else {
       decide(solve_on(speeds_), true);
-      how_ = fmt::format("chosen by {} on measured speeds", job.parallel.cgp.solver);
+      how_ = fmt::format("chosen by {} on measured speeds", name_of(job.parallel.cgp.solver));
     }
     if (in_.comm.rank() == 0) {
       const auto p = in_.model.params();
@@ -314,7 +314,7 @@ class CgpStrategy final : public Strategy {
       group_->comm().broadcast(std::as_writable_bytes(std::span(&taken_steps, 1)), 0);
       group_->update().load_state(group_->optimizer(), taken);
       group_->optimizer().set_steps_taken(taken_steps);
-      how_ = fmt::format("regrouped by {} at step {}", in_.job.parallel.cgp.solver, step);
+      how_ = fmt::format("regrouped by {} at step {}", name_of(in_.job.parallel.cgp.solver), step);
     } else {
       grouped_speeds_ = measured;
       group_->reset_measurements();
@@ -349,7 +349,7 @@ class CgpStrategy final : public Strategy {
 // Before ranks start: the job's fixed grouping or the solver's answer on the described cluster must exist
 // (a staleness bound no grouping meets, more groups than ranks). Throws JobError.
 void check_cgp_job(const Job& job, const Model& model) {
-  if (job.train.on_nonfinite == "skip")
+  if (job.train.on_nonfinite == OnNonfinite::skip)
     throw JobError("[train] on_nonfinite", "\"skip\" undoes a step on every rank, which strategy \"cgp\"'s "
                    "asynchronous groups cannot", "set on_nonfinite = \"stop\", or strategy \"data\" or \"pipeline\"");
   const cgp::Workload w = cgp::job_workload(job, int64_t(model.params().size()),
@@ -362,7 +362,7 @@ void check_cgp_job(const Job& job, const Model& model) {
   }
   // A quick solve: only whether any grouping meets the bound matters here.
   cgp::SolveOptions quick = cgp::solve_options(job);
-  quick.solver = c.solver == "exhaustive" && cluster.size() > 12 ? "exhaustive" : "sorted";
+  quick.solver = c.solver == CgpSolver::exhaustive && cluster.size() > 12 ? CgpSolver::exhaustive : CgpSolver::sorted;
   quick.time_limit_s = 0.2;
   (void)cgp::solve(cluster, w, quick);
 }
@@ -370,7 +370,7 @@ void check_cgp_job(const Job& job, const Model& model) {
 }  // namespace
 
 StrategyEntry cgp_strategy_entry() {
-  return {"cgp", check_cgp_job, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
+  return {StrategyKind::cgp, check_cgp_job, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
             return std::make_unique<CgpStrategy>(std::move(in));
           }};
 }

@@ -37,7 +37,7 @@ class DataStrategy final : public Strategy, private SyncWork {
     const std::string links = links_text(job);
     return {"gradients: " + update_.describe() + (links.empty() ? "" : "; " + links),
             fmt::format("batch division: {}; first step's shares: {}",
-                        job.parallel.balance.mode == "idat"
+                        job.parallel.balance.mode == BalanceMode::idat
                             ? fmt::format("I-DAT (measured speeds, every {} step(s), threshold {:g})",
                                           job.parallel.balance.every, job.parallel.balance.threshold)
                             : std::string("equal"),
@@ -66,7 +66,7 @@ class DataStrategy final : public Strategy, private SyncWork {
     const std::span<const double> weights = balancer_.weights();
     return {in_.model.fingerprint(), optimizer_->name(), step, optimizer_->steps_taken(), in_.model.params_to_host(),
             std::move(state), {},
-            in_.job.parallel.balance.mode == "idat" ? std::vector<double>(weights.begin(), weights.end())
+            in_.job.parallel.balance.mode == BalanceMode::idat ? std::vector<double>(weights.begin(), weights.end())
                                                     : std::vector<double>{}};
   }
 
@@ -86,7 +86,7 @@ class DataStrategy final : public Strategy, private SyncWork {
   // Every rank knows every rank's compute speed, so all divide the next batch alike. Logged when the
   // division of a full batch changes, not when the proportions behind it move.
   void observe(const StepPlan& plan, std::span<const RankRecord> all, double) override {
-    if (in_.job.parallel.balance.mode != "idat") return;
+    if (in_.job.parallel.balance.mode != BalanceMode::idat) return;
     std::vector<StepTimes> times;
     for (const RankRecord& r : all) times.push_back(r.times);
     if (!observe_step(balancer_, plan.index, times)) return;
@@ -116,7 +116,7 @@ class DataStrategy final : public Strategy, private SyncWork {
 }  // namespace
 
 StrategyEntry data_strategy_entry() {
-  return {"data", nullptr, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
+  return {StrategyKind::data, nullptr, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
             return std::make_unique<DataStrategy>(std::move(in));
           }};
 }

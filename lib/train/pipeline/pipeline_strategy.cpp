@@ -228,7 +228,7 @@ class PipelineStrategy final : public Strategy, private SyncWork {
       if (shape.param_count > 0) ranges.push_back({shape.param_offset - stage_->param_begin(), shape.param_count});
     }
     GradSyncOptions options = grad_sync_options(in_.job.parallel.comm);
-    if (stage_comm_->size() == 1) options.algorithm = "native";  // nothing to sum: update in place
+    if (stage_comm_->size() == 1) options.algorithm = CommAlgorithm::native;  // nothing to sum: update in place
     sync_ = make_gradient_sync(options, *stage_comm_, stage_->params(), stage_->grads(), ranges);
     optimizer_ = make_optimizer(in_.job.optim, sync_->state_count(), in_.kernels);
     runner_ = std::make_unique<pipeline_detail::StageRunner>(in_.comm, *stage_, place_, *sync_, in_.train_set,
@@ -317,7 +317,7 @@ class PipelineStrategy final : public Strategy, private SyncWork {
 }  // namespace
 
 StrategyEntry pipeline_strategy_entry() {
-  return {"pipeline", check_pipeline_job, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
+  return {StrategyKind::pipeline, check_pipeline_job, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
             return std::make_unique<PipelineStrategy>(std::move(in));
           }};
 }

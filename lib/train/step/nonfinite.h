@@ -18,7 +18,7 @@ class NonFiniteGuard {
  public:
   static constexpr int64_t kMaxSkipsInARow = 10;
 
-  explicit NonFiniteGuard(const Job& job) : skip_(job.train.on_nonfinite == "skip") {}
+  explicit NonFiniteGuard(const Job& job) : skip_(job.train.on_nonfinite == OnNonfinite::skip) {}
   // Whether steps are undone rather than stopping the run (a copy is then kept before each step).
   bool skips() const { return skip_; }
   // Before a step, skip mode: keeps `params` (final: settled) and this rank's optimizer state.
