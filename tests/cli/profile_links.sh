@@ -53,11 +53,11 @@ cross_latency_us = 1000
 as_described = true
 EOF
 
-# 1. The matrices.
-if "$DPTRAIN" profile --links job.toml --out links.toml >table.txt 2>table.err; then
-  grep -q "emulated links as \[cluster\] describes: 4 rank(s) on 2 node(s)" table.txt ||
-    fail "the table does not say its links are emulated as described: $(head -1 table.txt)"
-  python3 - table.txt <<'PY' || fail "the matrices do not show the two levels"
+# 1. The matrices. Four ranks on two cores time the emulated links, and a busy machine blurs them (the
+# 10 Gbit/s in-node pairs measured at 4.8 Gbit/s at load 8): the levels must show in one of up to three
+# measurements. A real fault fails all three; a failure to run fails at once.
+check_levels() {  # TABLE: exit 0 when the matrices show the two levels
+  python3 - "$1" <<'PY'
 import sys
 lines = open(sys.argv[1]).read().splitlines()
 def matrix(title):
@@ -76,8 +76,21 @@ assert all(0.6 <= bw[a][b] <= 1.4 for a, b in cross), bw
 assert max(lat[a][b] for a, b in inside) < min(lat[a][b] for a, b in cross), lat
 assert all(1000 * 0.9 <= lat[a][b] for a, b in cross), lat
 PY
-else
-  fail "profile --links exited non-zero: $(tail -2 table.err)"
+}
+measured=false levels=1
+for attempt in 1 2 3; do
+  "$DPTRAIN" profile --links job.toml --out links.toml >table.txt 2>table.err ||
+    { fail "profile --links exited non-zero: $(tail -2 table.err)"; break; }
+  measured=true
+  check_levels table.txt
+  levels=$?
+  [[ $levels != 0 && $attempt -lt 3 ]] || break
+  echo "attempt $attempt: the levels are blurred (a loaded machine?); measuring again"
+done
+if $measured; then
+  grep -q "emulated links as \[cluster\] describes: 4 rank(s) on 2 node(s)" table.txt ||
+    fail "the table does not say its links are emulated as described: $(head -1 table.txt)"
+  [[ $levels == 0 ]] || fail "the matrices do not show the two levels (check exit $levels)"
 fi
 
 # 2. The cluster file.
