@@ -52,6 +52,14 @@ class Heuristic {
     return n_ <= 64 ? refine(plan, t) : t;
   }
 
+  // A given plan's time with each stage's cheapest recomputation (kInf: a stage cannot fit).
+  double price(Plan& plan) const {
+    if (int64_t(plan.micro_batches) != M_) return kInf;
+    for (const Stage& s : plan.stages)
+      if (int64_t(s.ranks.size()) > mb_) return kInf;
+    return finish(plan);
+  }
+
   // Moves single block boundaries while the predicted time falls.
   double refine(Plan& plan, double t) {
     for (bool improved = true; improved;) {
@@ -261,9 +269,20 @@ struct Best {
 
 // Starts: for each stage count, every start order cut into equal runs; the best of them (t kInf:
 // none fits). After the first that fits, no new start begins past the limit.
-Best best_start(Heuristic& h, const Workload& w, const Cluster& c, int64_t mb, Deadline limit) {
+Best best_start(Heuristic& h, const Workload& w, const Cluster& c, int64_t mb, Deadline limit,
+                const std::vector<Plan>& seeds) {
   const int n = int(w.blocks.size()), d = c.size();
   Best best;
+  // The seeds as they are, and their devices re-cut.
+  for (Plan plan : seeds) {
+    Sets sets;
+    for (const Stage& s : plan.stages) sets.push_back(s.ranks);
+    double t = h.price(plan);
+    if (t < best.t) best.t = t, best.sets = sets, best.plan = plan;
+    Plan recut;
+    t = h.cut(sets, recut);
+    if (t < best.t) best.t = t, best.sets = sets, best.plan = recut;
+  }
   for (const auto& order : start_orders(c))
     for (int S : detail::stage_counts(std::min(n, d))) {
       if (best.t < kInf && Clock::now() > limit) break;
@@ -323,10 +342,10 @@ void local_search(Heuristic& h, Best& best, uint64_t seed, Deadline limit) {
 }  // namespace
 
 PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches,
-                                    const PlanOptions& o, bool respect_memory) {
+                                    const PlanOptions& o, bool respect_memory, const std::vector<Plan>& seeds) {
   const Deadline limit = Clock::now() + std::chrono::duration<double>(o.heuristic_seconds);
   Heuristic h(w, c, micro_batches, respect_memory);
-  Best best = best_start(h, w, c, w.global_batch / micro_batches, limit);
+  Best best = best_start(h, w, c, w.global_batch / micro_batches, limit, seeds);
   PlanResult r;
   r.method = "heuristic";
   if (best.t == kInf) return r;

@@ -1,5 +1,5 @@
-// plan_pipeline(): the planners over the candidate micro-batch counts; the baselines (naive, data
-// parallel) under the same model; and the explanation of a request nothing fits.
+// The workloads from profiles; the baselines (naive, data parallel) under the same model; and the
+// explanation of a request nothing fits. plan_pipeline() is in select.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,14 +12,7 @@
 namespace dp::pipeline {
 namespace {
 
-double exact_work(int blocks, int devices) {
-  return 0.5 * double(blocks) * double(blocks + 1) * double(std::min(blocks, devices)) * std::pow(4.0, devices);
-}
-
-bool better(const PlanResult& a, const PlanResult& b) {
-  if (a.feasible != b.feasible) return a.feasible;
-  return a.prediction.minibatch_s < b.prediction.minibatch_s;
-}
+bool better(const PlanResult& a, const PlanResult& b) { return detail::better(a, b); }
 
 // A plan with its stages' recomputation chosen and its prediction; feasible when every stage fits.
 PlanResult finished(const Workload& w, const Cluster& c, Plan plan, const char* method) {
@@ -93,25 +86,6 @@ Workload workload_from_block_profile(const BlockProfile& p) {
   }
   w.input_bytes = p.input_bytes;
   return w;
-}
-
-PlanResult plan_pipeline(const Workload& w, const Cluster& c, const PlanOptions& o) {
-  const int n = int(w.blocks.size()), d = c.size();
-  const bool exact = o.force_exact || (!o.force_heuristic && d <= o.exact_max_devices &&
-                                       exact_work(n, d) <= o.exact_max_work);
-  PlanOptions each = o;  // the heuristic's time shared among the micro-batch counts
-  each.heuristic_seconds = o.heuristic_seconds / double(w.micro_batch_counts.size());
-  PlanResult best;
-  for (int64_t M : w.micro_batch_counts) {
-    PlanResult r = exact ? plan_exact(w, c, M) : plan_heuristic(w, c, M, each);
-    if (r.feasible && (!best.feasible || better(r, best))) best = std::move(r);
-  }
-  if (best.feasible) return best;
-  // Nothing fits: the fastest plan with memory ignored, at the smallest micro-batches, to explain why.
-  const int64_t M = *std::max_element(w.micro_batch_counts.begin(), w.micro_batch_counts.end());
-  best = exact ? detail::exact_search(w, c, M, false) : detail::heuristic_search(w, c, M, each, false);
-  best.feasible = false;
-  return best;
 }
 
 PlanResult naive_plan(const Workload& w, const Cluster& c) {

@@ -130,6 +130,9 @@ bool choose_recompute(const Workload& w, const Cluster& c, int first, int last, 
 struct PlanOptions {
   int exact_max_devices = 8;          // larger clusters: the heuristic
   double exact_max_work = 2e8;        // the exact DP's estimated transitions above which the heuristic runs
+  double runs_max_work = 4e6;         // the identical devices' program (runs_work x in-flight states) above
+                                      //   which it does not run
+  double exact_seconds = 8.0;         // the exact programs' deadline, over all micro-batch counts
   double heuristic_seconds = 2.0;     // the heuristic's local search time limit, over all micro-batch counts
   uint64_t seed = 1;
   bool force_exact = false, force_heuristic = false;
@@ -138,7 +141,7 @@ struct PlanOptions {
 struct PlanResult {
   Plan plan;
   Prediction prediction;
-  std::string method;  // "exact" | "heuristic"
+  std::string method;  // "exact" | "exact (identical devices)" | "heuristic"
   bool feasible = false;
 };
 

@@ -94,8 +94,34 @@ Totals combine(const std::vector<StageCost>& stages, const std::vector<LinkCost>
 
 // The planners, with memory limits respected or (for explaining an infeasible request) ignored.
 PlanResult exact_search(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory);
+// The heuristic starts from `seeds` (plans at the same micro-batch count) besides its own starts, and
+// returns nothing slower than the best of them.
 PlanResult heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches, const PlanOptions& o,
-                            bool respect_memory);
+                            bool respect_memory, const std::vector<Plan>& seeds = {});
+// a fits and b does not, or both alike and a is faster.
+inline bool better(const PlanResult& a, const PlanResult& b) {
+  if (a.feasible != b.feasible) return a.feasible;
+  return a.prediction.minibatch_s < b.prediction.minibatch_s;
+}
+// Masks of interchangeable ranks for the exact subset search (exact.cpp): maximal runs of consecutive
+// ranks of one speed, memory, node and rack, on a cluster by levels; runs of one rank left out.
+std::vector<uint32_t> device_classes(const Cluster& c);
+// The exact subset search's transitions before pruning.
+double exact_work(const Cluster& c, int blocks);
+
+// The exact planner for identical devices (homogeneous.cpp): stages on consecutive runs of `order`
+// (ranks of identical speed and memory), the last stage on the first run; the least-time plan at M
+// micro-batches of those not slower than `upper_bound` (none: no stages). finished false: `seconds` ran
+// out first (nothing is returned then).
+struct RunsResult {
+  PlanResult result;
+  bool finished = false;
+};
+RunsResult runs_search(const Workload& w, const Cluster& c, const std::vector<int>& order, int64_t micro_batches,
+                       bool respect_memory, double upper_bound, double seconds);
+bool identical_devices(const Cluster& c, const std::vector<int>& ranks);
+// runs_search's transitions before pruning, for `devices` devices and micro-batches of `micro_batch`.
+double runs_work(int blocks, int devices, int64_t micro_batch);
 
 // The heuristic's placements: the devices of each stage, ranks ascending.
 using StageDevices = std::vector<std::vector<int>>;

@@ -1,8 +1,9 @@
-// The pipeline planner's cost (lib/pipeline/plan.h): planning time for 100 and 1000 blocks on 8, 64 and
-// 1024 devices (min and median over repetitions), the plan found and its predicted time against the
-// naive plan and data parallelism; and the heuristic's gap to the exact planner on random instances both
-// can solve. A benchmark, not a test: it asserts nothing.
-// Usage: bench_pipeline_planner [--reps R] [--seconds S] [--gap-instances N]
+// The pipeline planner's cost (lib/pipeline/plan.h): planning time for 100 and 1000 blocks on 8 to 1024
+// devices, of a mix of kinds and of one kind (min and median over repetitions), the plan found and its
+// predicted time against the naive plan and data parallelism; PipeDream's AlexNet profile on 4-64 equal
+// devices (the plan on more devices is never slower); and the heuristic's gap to the exact planner on
+// random instances both can solve. A benchmark, not a test: it asserts nothing.
+// Usage: bench_pipeline_planner [--reps R] [--seconds S] [--gap-instances N] [--profiles DIR]
 //
 // Devices: the CGP bench's mix of GPU kinds (relative speeds T4 0.35, V100 1, A100 2.06, H100 3.80;
 // memories 16, 32, 80, 80 GB), 8 to a node, 4 nodes to a rack, links 100 Gbit/s in a node, 25 in a rack,
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "lib/pipeline/plan.h"
+#include "lib/pipeline/profile.h"
 #include "tests/pipeline/instances.h"
 
 using namespace dp;
@@ -24,11 +26,12 @@ using namespace dp::pipeline;
 
 namespace {
 
-Cluster fleet(int devices, std::mt19937_64& rng) {
+Cluster fleet(int devices, std::mt19937_64& rng, bool one_kind = false) {
   const double speeds[] = {0.354, 1.0, 2.06, 3.80}, memory[] = {16, 32, 80, 80};
   std::vector<ClusterRank> ranks;
   for (int r = 0; r < devices; ++r) {
-    const int kind = int((r / 8 + rng() % 2) % 4);  // a node's devices of one kind, kinds mixed across nodes
+    // a node's devices of one kind, kinds mixed across nodes (or all A100s)
+    const int kind = one_kind ? 2 : int((r / 8 + rng() % 2) % 4);
     ClusterRank cr;
     cr.speed = speeds[kind], cr.memory_gb = memory[kind], cr.node = r / 8, cr.rack = r / 32;
     ranks.push_back(cr);
@@ -45,12 +48,14 @@ std::pair<double, double> min_median(std::vector<double> v) {
   return {v.front(), v[v.size() / 2]};
 }
 
-void planning_times(int reps, double seconds) {
-  std::printf("planning time (heuristic limit %.1f s over the micro-batch counts; %d reps):\n", seconds, reps);
-  std::printf("%7s %8s %-9s %10s %10s %7s %9s %12s %9s %9s\n", "blocks", "devices", "method", "min s", "median s",
+void planning_times(int reps, double seconds, bool one_kind) {
+  std::printf("\nplanning time, %s (heuristic limit %.1f s over the micro-batch counts; %d reps):\n",
+              one_kind ? "one kind (A100)" : "four kinds", seconds, reps);
+  std::printf("%7s %8s %-26s %10s %10s %7s %9s %12s %9s %9s\n", "blocks", "devices", "method", "min s", "median s",
               "stages", "devices", "T (ms)", "x naive", "x data");
-  for (int n : {100, 1000})
-    for (int d : {8, 64, 1024}) {
+  for (int n : {22, 100, 1000})
+    for (int d : {8, 16, 32, 64, 256, 1024}) {
+      if (n == 22 && d > 64) continue;
       std::mt19937_64 rng(uint64_t(n) * 7919 + uint64_t(d));
       // Batches large enough for the devices to share: 16 samples per device.
       const int64_t batch = 16 * int64_t(d);
@@ -58,7 +63,7 @@ void planning_times(int reps, double seconds) {
       for (int64_t m = 1; m <= 64 && batch % m == 0; m *= 2) counts.push_back(m);
       Workload w = testing::random_workload(n, rng, batch, counts);
       for (auto& b : w.blocks) b.param_bytes *= 20, b.saved_bytes *= 4;  // GPU-sized layers
-      const Cluster c = fleet(d, rng);
+      const Cluster c = fleet(d, rng, one_kind);
       PlanOptions o;
       o.heuristic_seconds = seconds;
       std::vector<double> times;
@@ -75,10 +80,32 @@ void planning_times(int reps, double seconds) {
       auto ratio = [&](const PlanResult& b) {
         return b.feasible ? fmt::format("{:.2f}", b.prediction.minibatch_s / r.prediction.minibatch_s) : "no fit";
       };
-      std::printf("%7d %8d %-9s %10.3f %10.3f %7zu %9d %12.3f %9s %9s\n", n, d, r.method.c_str(), lo, med,
+      std::printf("%7d %8d %-26s %10.3f %10.3f %7zu %9d %12.3f %9s %9s\n", n, d, r.method.c_str(), lo, med,
                   r.plan.stages.size(), used, r.prediction.minibatch_s * 1e3, ratio(naive).c_str(),
                   ratio(data).c_str());
     }
+}
+
+// PipeDream's AlexNet profile (issue 27): global batch 64, equal devices on one node, 8 Gbit/s, no latency.
+void alexnet(const std::string& dir) {
+  const LayerProfile p = read_pipedream_graph(dir + "/alexnet_graph.txt");
+  Workload w = workload_from_profile(p, 64);
+  w.global_batch = 64;
+  for (int64_t m = 1; m <= 64; ++m)
+    if (64 % m == 0) w.micro_batch_counts.push_back(m);
+  std::printf("\nAlexNet (PipeDream's profile, %zu blocks, batch 64, 8 Gbit/s):\n", w.blocks.size());
+  std::printf("%8s %-26s %10s %12s %9s %7s\n", "devices", "method", "plan s", "samples/s", "used", "stages");
+  for (int d : {4, 8, 16, 32, 64}) {
+    std::vector<ClusterRank> ranks(static_cast<size_t>(d));
+    const Cluster c(ranks, Link{8, 0}, Link{8, 0}, Link{8, 0});
+    const auto t0 = std::chrono::steady_clock::now();
+    const PlanResult r = plan_pipeline(w, c);
+    const double t = seconds_since(t0);
+    int used = 0;
+    for (const auto& s : r.plan.stages) used += int(s.ranks.size());
+    std::printf("%8d %-26s %10.3f %12.1f %9d %7zu\n", d, r.method.c_str(), t, r.prediction.samples_per_s, used,
+                r.plan.stages.size());
+  }
 }
 
 void gap(int instances, double seconds) {
@@ -125,18 +152,22 @@ void gap(int instances, double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 3, instances = 100;
+  int reps = 1, instances = 100;
   double seconds = 2.0;
+  std::string profiles = DPTRAIN_SOURCE_DIR "/../shared/profiles/pipedream";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--gap-instances")) instances = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--profiles")) profiles = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: bench_pipeline_planner [--reps R] [--seconds S] [--gap-instances N]\n");
+      std::fprintf(stderr, "usage: bench_pipeline_planner [--reps R] [--seconds S] [--gap-instances N] [--profiles DIR]\n");
       return 2;
     }
   }
-  planning_times(reps, seconds);
-  gap(instances, 0.5);
+  alexnet(profiles);
+  planning_times(reps, seconds, true);
+  planning_times(reps, seconds, false);
+  if (instances > 0) gap(instances, 0.5);
   return 0;
 }
