@@ -179,12 +179,13 @@ _dptrain() {
     case $prev in
       --set) _dptrain_set_arg "$cur" ;;
       --workers | --seed | --profile-batch | --stages | --micro-batches) ;;
+      --device) COMPREPLY=($(compgen -W "h200 h100 a100-80 a100-40 l40s v100 rtx4090" -- "$cur")) ;;
       --cluster) _dptrain_paths "$cur" toml ;;
       --profile) _dptrain_paths "$cur" any ;;
       *)
         if [[ $cur == -* ]]; then
           COMPREPLY=($(compgen -W "--set --workers --seed --json --cluster --profile --profile-batch --stages
-            --micro-batches -h --help" -- "$cur"))
+            --micro-batches --device -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
         fi
@@ -209,12 +210,13 @@ _dptrain() {
   elif [[ $sub == profile ]]; then
     case $prev in
       --algorithms) COMPREPLY=($(compgen -W "native ring native,ring" -- "$cur")) ;;
+      --device) COMPREPLY=($(compgen -W "h200 h100 a100-80 a100-40 l40s v100 rtx4090" -- "$cur")) ;;
       --ranks | --min-bytes | --max-bytes | --factor | --iters | --warmup | --steps | --batch) ;;
       --out) _dptrain_paths "$cur" toml ;;
       --set) _dptrain_set_arg "$cur" ;;
       *)
         if [[ $cur == -* ]]; then
-          COMPREPLY=($(compgen -W "--compute --collectives --links --layers --batch --out --set --steps --ranks --algorithms --min-bytes
+          COMPREPLY=($(compgen -W "--compute --collectives --links --layers --batch --device --out --set --steps --ranks --algorithms --min-bytes
             --max-bytes --factor --iters --warmup --json --dry-run -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml

@@ -118,6 +118,7 @@ complete -c dptrain -n '__fish_seen_subcommand_from plan' -l profile -r -F -d 'p
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l profile-batch -x -d 'samples of a minibatch in the profile'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l stages -x -d 'also evaluate these stages'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l micro-batches -x -d 'micro-batches per mini-batch'
+complete -c dptrain -n '__fish_seen_subcommand_from plan' -l device -x -a 'h200 h100 a100-80 a100-40 l40s v100 rtx4090' -d 'every rank a device of this kind'
 
 # profile
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l collectives -d 'time allreduce per algorithm and size'
@@ -125,6 +126,7 @@ complete -c dptrain -n '__fish_seen_subcommand_from profile' -l compute -d 'time
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l links -d 'bandwidth and latency between every pair of ranks'
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l layers -d 'time every block of the job\'s model'
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l batch -x -d '--layers: samples of the micro-batch'
+complete -c dptrain -n '__fish_seen_subcommand_from profile' -l device -x -a 'h200 h100 a100-80 a100-40 l40s v100 rtx4090' -d '--layers: times from a device kind\'s peak rates'
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l out -r -F -d 'write the cluster file or layer profile'
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l steps -x -d 'timed steps of --compute'
 complete -c dptrain -n '__fish_seen_subcommand_from profile' -l ranks -x -d 'ranks to launch'

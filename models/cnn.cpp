@@ -74,48 +74,106 @@ struct CnnParams {
   }
 };
 
-}  // namespace
+// A unit of the layout: a plain unit (conv1, norm1) or a residual one (all four).
+struct CnnUnit {
+  std::string name;
+  bool residual = false;
+  ConvLayout conv1, conv2;
+  NormLayout norm1, norm2;
+};
 
-Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k)
-    : Model(k),
-      shape_(shape),
-      channels_(spec.channels),
-      blocks_per_stage_(spec.blocks),
-      workspace_(k), x_staging_(k), labels_staging_(k) {
+// The whole layout, unit by unit, and the blocks' shapes: what the constructor builds and
+// cnn_model_shape reports.
+struct CnnArch {
+  CnnParams params;
+  std::vector<CnnUnit> units;
+  int64_t head_channels = 0, head_spatial = 0, head_w = 0;
+  std::vector<BlockShape> blocks;  // the units', then the head's
+};
+
+CnnArch cnn_arch(const ModelSection& spec, const SampleShape& shape, const Kernels& k) {
   check_options(spec, shape);
-  CnnParams p;
+  CnnArch a;
+  CnnParams& p = a.params;
   // conv3x3 -> norm -> ReLU
   auto plain_unit = [&](const std::string& name, int64_t cin, int64_t h, int64_t w, int64_t cout, int64_t stride) {
-    const ConvLayout conv = p.conv(cin, h, w, cout, stride, k);
-    const NormLayout norm = p.norm(cout, conv.shape.out_height() * conv.shape.out_width());
-    blocks_.push_back(make_plain_unit(name, conv, norm, blocks_.empty(), workspace_, scratch_, k));
-    return conv;
+    CnnUnit u;
+    u.name = name;
+    u.conv1 = p.conv(cin, h, w, cout, stride, k);
+    u.norm1 = p.norm(cout, u.conv1.shape.out_height() * u.conv1.shape.out_width());
+    a.blocks.push_back(plain_unit_shape(name, u.conv1, u.norm1, a.units.empty()));
+    a.units.push_back(u);
+    return u.conv1;
   };
   int64_t c = shape.channels, h = shape.height, w = shape.width;
-  plain_unit("stem", c, h, w, channels_[0], 1);
-  c = channels_[0];
-  for (size_t s = 0; s < channels_.size(); ++s) {
+  plain_unit("stem", c, h, w, spec.channels[0], 1);
+  c = spec.channels[0];
+  for (size_t s = 0; s < spec.channels.size(); ++s) {
     const std::string stage = fmt::format("stage{}", s + 1);
     if (s > 0) {
-      const ConvLayout down = plain_unit(stage + ".down", c, h, w, channels_[s], 2);
-      c = channels_[s];
+      const ConvLayout down = plain_unit(stage + ".down", c, h, w, spec.channels[s], 2);
+      c = spec.channels[s];
       h = down.shape.out_height();
       w = down.shape.out_width();
     }
-    for (int64_t blk = 0; blk < blocks_per_stage_; ++blk) {
-      const ConvLayout conv1 = p.conv(c, h, w, c, 1, k);
-      const NormLayout norm1 = p.norm(c, h * w);
-      const ConvLayout conv2 = p.conv(c, h, w, c, 1, k);
-      const NormLayout norm2 = p.norm(c, h * w);
-      blocks_.push_back(make_residual_unit(fmt::format("{}.block{}", stage, blk + 1), conv1, norm1, conv2, norm2,
-                                           workspace_, scratch_, k));
+    for (int64_t blk = 0; blk < spec.blocks; ++blk) {
+      CnnUnit u;
+      u.name = fmt::format("{}.block{}", stage, blk + 1);
+      u.residual = true;
+      u.conv1 = p.conv(c, h, w, c, 1, k);
+      u.norm1 = p.norm(c, h * w);
+      u.conv2 = p.conv(c, h, w, c, 1, k);
+      u.norm2 = p.norm(c, h * w);
+      a.blocks.push_back(residual_unit_shape(u.name, u.conv1, u.norm1, u.conv2, u.norm2));
+      a.units.push_back(u);
     }
   }
-  const int64_t head_w = p.linear(c, shape.classes);
-  blocks_.push_back(make_cnn_head(c, h * w, shape.classes, head_w, scratch_, k));
-  check_fits(p.count, "the CNN");
-  set_parameters(p.initial(seed));
-  workspace_.grow(size_t(p.max_workspace));
+  a.head_channels = c;
+  a.head_spatial = h * w;
+  a.head_w = p.linear(c, shape.classes);
+  a.blocks.push_back(cnn_head_shape(c, h * w, shape.classes, a.head_w));
+  return a;
+}
+
+std::string describe_cnn(const ModelSection& spec, const SampleShape& shape, int64_t parameters) {
+  return fmt::format("cnn {}x{}x{} stages {} x {} blocks, {} parameters", shape.channels, shape.height, shape.width,
+                     spec.channels, spec.blocks, parameters);
+}
+
+// In chunks: the forward keeps every block's output (Cnn::evaluation_chunk).
+constexpr int64_t kEvaluationChunk = 64;
+
+}  // namespace
+
+ModelShape cnn_model_shape(const ModelSection& spec, const SampleShape& shape, const Kernels& k) {
+  const CnnArch a = cnn_arch(spec, shape, k);
+  ModelShape s;
+  s.type = "cnn";
+  s.describe = describe_cnn(spec, shape, a.params.count);
+  s.blocks = a.blocks;
+  s.parameters = a.params.count;
+  s.fixed_floats = a.params.max_workspace;  // the convolutions' workspace
+  s.evaluation_chunk = kEvaluationChunk;
+  s.unparameterised_input = {shape.height, shape.width};
+  return s;
+}
+
+Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k)
+    : Model(k), shape_(shape), workspace_(k), x_staging_(k), labels_staging_(k) {
+  const CnnArch a = cnn_arch(spec, shape, k);
+  describe_ = describe_cnn(spec, shape, a.params.count);
+  fixed_floats_ = a.params.max_workspace;
+  for (size_t i = 0; i < a.units.size(); ++i) {
+    const CnnUnit& u = a.units[i];
+    if (u.residual)
+      blocks_.push_back(make_residual_unit(a.blocks[i], u.conv1, u.norm1, u.conv2, u.norm2, workspace_, scratch_, k));
+    else
+      blocks_.push_back(make_plain_unit(a.blocks[i], u.conv1, u.norm1, i == 0, workspace_, scratch_, k));
+  }
+  blocks_.push_back(make_cnn_head(a.blocks.back(), a.head_channels, a.head_spatial, shape.classes, a.head_w, scratch_, k));
+  check_fits(a.params.count, "the CNN");
+  set_parameters(a.params.initial(seed));
+  workspace_.grow(size_t(a.params.max_workspace));
 }
 
 StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
@@ -142,9 +200,6 @@ StepStats Cnn::evaluate(const Batch& b) {
   return total;
 }
 
-std::string Cnn::describe() const {
-  return fmt::format("cnn {}x{}x{} stages {} x {} blocks, {} parameters", shape_.channels, shape_.height,
-                     shape_.width, channels_, blocks_per_stage_, params_.size());
-}
+std::string Cnn::describe() const { return describe_; }
 
 }  // namespace dp

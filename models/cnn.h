@@ -13,8 +13,13 @@
 
 #include "models/cnn_blocks.h"
 #include "models/model.h"
+#include "models/model_shape.h"
 
 namespace dp {
+
+// The CNN [model] describes for images of `shape`, without its parameters: what the constructor builds
+// (the same layout function). Throws JobError as the constructor does.
+ModelShape cnn_model_shape(const ModelSection& spec, const SampleShape& shape, const Kernels& k);
 
 class Cnn final : public Model {
  public:
@@ -37,8 +42,7 @@ class Cnn final : public Model {
 
  private:
   SampleShape shape_;
-  std::vector<int64_t> channels_;
-  int64_t blocks_per_stage_;
+  std::string describe_;
   Buffer<float> workspace_;  // the convolutions' (CPU only), shared by the blocks
   Buffer<float> x_staging_;
   Buffer<int32_t> labels_staging_;

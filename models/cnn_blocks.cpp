@@ -175,8 +175,7 @@ BlockShape unit_shape(const std::string& name, const char* kind, int64_t first_o
 
 }  // namespace
 
-std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv, NormLayout norm, bool first,
-                                       Buffer<float>& workspace, Scratch& scratch, const Kernels& k) {
+BlockShape plain_unit_shape(const std::string& name, const ConvLayout& conv, const NormLayout& norm, bool first) {
   const int64_t end = norm.b_offset + norm.channels;
   BlockShape s = unit_shape(name, "conv_norm_relu", conv.w_offset, end, conv);
   s.layers = {conv_layer(name + ".conv", conv), norm_layer(name + ".norm", norm),
@@ -188,12 +187,11 @@ std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv,
   // The conv's input gradient (but in the first block) and weights' gradient, the norm and ReLU twice.
   const double conv_f = conv_flops(conv.shape);
   s.backward_flops = conv_f * (first ? 1 : 2) + 2 * (s.forward_flops - conv_f);
-  return std::make_unique<PlainUnit>(s, conv, norm, first, workspace, scratch, k);
+  return s;
 }
 
-std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout conv1, NormLayout norm1,
-                                          ConvLayout conv2, NormLayout norm2, Buffer<float>& workspace,
-                                          Scratch& scratch, const Kernels& k) {
+BlockShape residual_unit_shape(const std::string& name, const ConvLayout& conv1, const NormLayout& norm1,
+                               const ConvLayout& conv2, const NormLayout& norm2) {
   const int64_t end = norm2.b_offset + norm2.channels;
   BlockShape s = unit_shape(name, "residual", conv1.w_offset, end, conv1);
   const int64_t size = s.out_floats;
@@ -207,11 +205,10 @@ std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout co
   s.eval_scratch_floats = s.saved_floats;
   s.forward_flops = layers_flops(s.layers);
   s.backward_flops = 2 * s.forward_flops;  // each conv's input and weights' gradients; the rest twice
-  return std::make_unique<ResidualUnit>(s, conv1, norm1, conv2, norm2, workspace, scratch, k);
+  return s;
 }
 
-std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset,
-                                     Scratch& scratch, const Kernels& k) {
+BlockShape cnn_head_shape(int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset) {
   BlockShape s;
   s.name = "head";
   s.kind = "pool_linear_loss";
@@ -227,7 +224,23 @@ std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t 
                2.0 * double(channels * classes) + 5.0 * double(classes)}};
   s.forward_flops = layers_flops(s.layers);
   s.backward_flops = double(channels * spatial) + 4.0 * double(channels * classes);
-  return std::make_unique<CnnHead>(s, channels, spatial, classes, w_offset, scratch, k);
+  return s;
+}
+
+std::unique_ptr<Block> make_plain_unit(BlockShape s, ConvLayout conv, NormLayout norm, bool first,
+                                       Buffer<float>& workspace, Scratch& scratch, const Kernels& k) {
+  return std::make_unique<PlainUnit>(std::move(s), conv, norm, first, workspace, scratch, k);
+}
+
+std::unique_ptr<Block> make_residual_unit(BlockShape s, ConvLayout conv1, NormLayout norm1, ConvLayout conv2,
+                                          NormLayout norm2, Buffer<float>& workspace, Scratch& scratch,
+                                          const Kernels& k) {
+  return std::make_unique<ResidualUnit>(std::move(s), conv1, norm1, conv2, norm2, workspace, scratch, k);
+}
+
+std::unique_ptr<Block> make_cnn_head(BlockShape s, int64_t channels, int64_t spatial, int64_t classes,
+                                     int64_t w_offset, Scratch& scratch, const Kernels& k) {
+  return std::make_unique<CnnHead>(std::move(s), channels, spatial, classes, w_offset, scratch, k);
 }
 
 }  // namespace dp

@@ -23,15 +23,22 @@ struct NormLayout {
   int64_t g_offset = 0, b_offset = 0;
 };
 
-// `workspace` (the convolutions' CPU scratch, of at least every conv's conv2d_workspace floats) and
-// `scratch` (the blocks' working memory) are shared by the blocks and must outlive them. first: the
-// model's first block (no input gradient).
-std::unique_ptr<Block> make_plain_unit(const std::string& name, ConvLayout conv, NormLayout norm, bool first,
+// The blocks' shapes (what the blocks below are built with). first: the model's first block (no input
+// gradient).
+BlockShape plain_unit_shape(const std::string& name, const ConvLayout& conv, const NormLayout& norm, bool first);
+BlockShape residual_unit_shape(const std::string& name, const ConvLayout& conv1, const NormLayout& norm1,
+                               const ConvLayout& conv2, const NormLayout& norm2);
+BlockShape cnn_head_shape(int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset);
+
+// Each built with its shape (above). `workspace` (the convolutions' CPU scratch, of at least every conv's
+// conv2d_workspace floats) and `scratch` (the blocks' working memory) are shared by the blocks and must
+// outlive them.
+std::unique_ptr<Block> make_plain_unit(BlockShape s, ConvLayout conv, NormLayout norm, bool first,
                                        Buffer<float>& workspace, Scratch& scratch, const Kernels& k);
-std::unique_ptr<Block> make_residual_unit(const std::string& name, ConvLayout conv1, NormLayout norm1,
-                                          ConvLayout conv2, NormLayout norm2, Buffer<float>& workspace,
-                                          Scratch& scratch, const Kernels& k);
-std::unique_ptr<Block> make_cnn_head(int64_t channels, int64_t spatial, int64_t classes, int64_t w_offset,
-                                     Scratch& scratch, const Kernels& k);
+std::unique_ptr<Block> make_residual_unit(BlockShape s, ConvLayout conv1, NormLayout norm1, ConvLayout conv2,
+                                          NormLayout norm2, Buffer<float>& workspace, Scratch& scratch,
+                                          const Kernels& k);
+std::unique_ptr<Block> make_cnn_head(BlockShape s, int64_t channels, int64_t spatial, int64_t classes,
+                                     int64_t w_offset, Scratch& scratch, const Kernels& k);
 
 }  // namespace dp

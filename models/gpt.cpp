@@ -42,14 +42,6 @@ void check_options(const ModelSection& spec, const SampleShape& shape) {
   if (shape.classes < 1) throw JobError("[data]", "the text has an empty vocabulary");
 }
 
-// The flat parameter layout, tensor by tensor (offsets in floats).
-struct GptParams {
-  int64_t wte = 0, wpe = 0;             // (V, C), (positions, C)
-  std::vector<GptLayerLayout> layers;
-  int64_t lnf_g = 0, head_w = 0;        // (C) and beta (C); (V, C) unless tied to wte
-  int64_t count = 0;
-};
-
 GptParams lay_out(const GptDims& d, int64_t layers, bool tied) {
   GptParams p;
   auto take = [&p](int64_t count) {
@@ -107,28 +99,57 @@ std::vector<float> initial(const GptParams& p, const GptDims& d, bool tied, uint
   return init;
 }
 
+std::string describe_gpt(const GptArch& a) {
+  const GptDims& d = a.dims;
+  const std::string context = d.positions == d.t ? fmt::format("context {}", d.t)
+                                                 : fmt::format("context {} (position table {})", d.t, d.positions);
+  return fmt::format("gpt {} layers x {} wide, {} heads, {}, vocab {}{}, {} parameters", a.params.layers.size(), d.c,
+                     d.nh, context, d.v, a.tied ? "" : ", untied head", a.params.count);
+}
+
 }  // namespace
+
+GptArch gpt_arch(const ModelSection& spec, const SampleShape& shape, const Kernels& k) {
+  check_options(spec, shape);
+  GptArch a;
+  a.dims = GptDims{shape.classes, shape.context, spec.width, spec.heads, spec.context};
+  a.tied = spec.tied_head;
+  a.params = lay_out(a.dims, spec.layers, a.tied);
+  const GptParams& p = a.params;
+  a.blocks.push_back(gpt_embedding_shape(a.dims, p.wte, p.wpe));
+  for (size_t l = 0; l < p.layers.size(); ++l)
+    a.blocks.push_back(gpt_layer_shape(fmt::format("h{}", l), a.dims, p.layers[l],
+                                       l + 1 < p.layers.size() ? p.layers[l + 1].ln1_g : p.lnf_g, k));
+  a.blocks.push_back(gpt_head_shape(a.dims, p.lnf_g, p.head_w, a.tied, p.count));
+  return a;
+}
+
+ModelShape GptArch::shape() const {
+  ModelShape s;
+  s.type = "gpt";
+  s.describe = describe_gpt(*this);
+  s.blocks = blocks;
+  s.parameters = params.count;
+  s.fixed_floats = 2 * dims.v;  // the head's zero bias and bias gradient
+  s.targets_per_sample = dims.t;
+  return s;
+}
 
 Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k)
     : Model(k), tokens_staging_(k), targets_staging_(k) {
-  check_options(spec, shape);
-  v_ = shape.classes;
-  t_ = shape.context;
-  c_ = spec.width;
-  nh_ = spec.heads;
-  layers_count_ = spec.layers;
-  positions_ = spec.context;
-  tied_ = spec.tied_head;
-  const GptDims dims{v_, t_, c_, nh_, positions_};
-  const GptParams p = lay_out(dims, layers_count_, tied_);
+  const GptArch a = gpt_arch(spec, shape, k);
+  const GptDims& dims = a.dims;
+  const GptParams& p = a.params;
+  v_ = dims.v;
+  t_ = dims.t;
+  describe_ = describe_gpt(a);
+  fixed_floats_ = a.shape().fixed_floats;
   check_fits(p.count, "the GPT");
-  set_parameters(initial(p, dims, tied_, seed));
+  set_parameters(initial(p, dims, a.tied, seed));
 
-  blocks_.push_back(make_gpt_embedding(dims, p.wte, p.wpe, tied_, k));
-  for (size_t l = 0; l < p.layers.size(); ++l)
-    blocks_.push_back(make_gpt_layer(fmt::format("h{}", l), dims, p.layers[l],
-                                     l + 1 < p.layers.size() ? p.layers[l + 1].ln1_g : p.lnf_g, scratch_, k));
-  auto head = std::make_unique<GptHead>(dims, p.lnf_g, p.head_w, tied_, p.count, scratch_, k);
+  blocks_.push_back(make_gpt_embedding(a.blocks.front(), dims, p.wte, p.wpe, a.tied, k));
+  for (size_t l = 0; l < p.layers.size(); ++l) blocks_.push_back(make_gpt_layer(a.blocks[l + 1], dims, p.layers[l], scratch_, k));
+  auto head = std::make_unique<GptHead>(a.blocks.back(), dims, p.lnf_g, p.head_w, scratch_, k);
   head_ = head.get();
   blocks_.push_back(std::move(head));
 }
@@ -160,11 +181,6 @@ StepStats Gpt::evaluate(const Batch& b) {
   return run_blocks(nullptr, tokens, targets, b.n, 1.0f, false);
 }
 
-std::string Gpt::describe() const {
-  const std::string context = positions_ == t_ ? fmt::format("context {}", t_)
-                                               : fmt::format("context {} (position table {})", t_, positions_);
-  return fmt::format("gpt {} layers x {} wide, {} heads, {}, vocab {}{}, {} parameters", layers_count_, c_, nh_,
-                     context, v_, tied_ ? "" : ", untied head", params_.size());
-}
+std::string Gpt::describe() const { return describe_; }
 
 }  // namespace dp

@@ -11,8 +11,29 @@
 
 #include "models/gpt_blocks.h"
 #include "models/model.h"
+#include "models/model_shape.h"
 
 namespace dp {
+
+// The flat parameter layout, tensor by tensor (offsets in floats).
+struct GptParams {
+  int64_t wte = 0, wpe = 0;             // (V, C), (positions, C)
+  std::vector<GptLayerLayout> layers;
+  int64_t lnf_g = 0, head_w = 0;        // (C) and beta (C); (V, C) unless tied to wte
+  int64_t count = 0;
+};
+
+// The GPT [model] describes for text of `shape`, without its parameters: its layout and its blocks'
+// shapes, what the constructor builds and model_shape() reports. Throws JobError for options that do
+// not fit the text or each other.
+struct GptArch {
+  GptDims dims;
+  GptParams params;
+  bool tied = true;
+  std::vector<BlockShape> blocks;  // the embedding, one per layer, the head
+  ModelShape shape() const;
+};
+GptArch gpt_arch(const ModelSection& spec, const SampleShape& shape, const Kernels& k);
 
 class Gpt final : public Model {
  public:
@@ -40,8 +61,8 @@ class Gpt final : public Model {
   // Checks the batch's token ids on the host and stages tokens and targets for the kernels.
   void stage_batch(const Batch& b, const int32_t** tokens, const int32_t** targets);
 
-  int64_t v_, t_, c_, nh_, layers_count_, positions_;
-  bool tied_;
+  int64_t v_, t_;
+  std::string describe_;
   GptHead* head_ = nullptr;  // the last of blocks_
   Buffer<int32_t> tokens_staging_, targets_staging_;  // (n,T) each
 };

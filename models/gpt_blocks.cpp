@@ -135,8 +135,7 @@ std::vector<LayerInfo> gpt_layer_table(const std::string& h, const GptDims& dims
 
 }  // namespace
 
-std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int64_t wpe, bool tied,
-                                          const Kernels& k) {
+BlockShape gpt_embedding_shape(const GptDims& dims, int64_t wte, int64_t wpe) {
   BlockShape s;
   s.name = "embed";
   s.kind = "embedding";
@@ -147,11 +146,11 @@ std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int6
   s.layers = {{"embed", "embedding", wte, s.param_count, dims.t * dims.c, double(dims.t) * double(dims.c)}};
   s.forward_flops = layers_flops(s.layers);
   s.backward_flops = 2.0 * s.forward_flops;
-  return std::make_unique<Embedding>(s, dims, wte, wpe, tied, k);
+  return s;
 }
 
-std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& dims, const GptLayerLayout& l,
-                                      int64_t end, Scratch& scratch, const Kernels& k) {
+BlockShape gpt_layer_shape(const std::string& name, const GptDims& dims, const GptLayerLayout& l, int64_t end,
+                           const Kernels& k) {
   BlockShape s;
   s.name = name;
   s.kind = "transformer";
@@ -166,33 +165,44 @@ std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& di
   s.layers = gpt_layer_table(name + ".", dims, l, end);
   s.forward_flops = layers_flops(s.layers);
   s.backward_flops = 2.0 * s.forward_flops;  // each product's input and weights' gradients; the rest twice
-  return std::make_unique<Layer>(s, dims, l, scratch, k);
+  return s;
 }
 
-GptHead::GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, int64_t end, Scratch& scratch,
+BlockShape gpt_head_shape(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, int64_t end) {
+  BlockShape s;
+  s.name = "head";
+  s.kind = tied ? "norm_tied_linear_loss" : "norm_linear_loss";
+  s.param_offset = lnf_g;
+  s.param_count = end - lnf_g;  // a tied head's matrix is the embedding's
+  if (tied) s.shared_offset = head_w, s.shared_count = dims.v * dims.c;
+  s.in_floats = dims.t * dims.c;
+  s.saved_floats = dims.t * dims.c + 2 * dims.t + dims.t * dims.v;
+  s.scratch_floats = std::max(dims.t * dims.v, 2 * dims.t * dims.c);  // the logits; backward's gradients
+  s.eval_scratch_floats = dims.t * dims.v + dims.t * dims.c + 2 * dims.t;
+  const double T = double(dims.t), C = double(dims.c), V = double(dims.v);
+  s.layers = {{"ln_f", "layernorm", lnf_g, 2 * dims.c, dims.t * dims.c + 2 * dims.t, 8.0 * T * C},
+              // with its softmax cross-entropy
+              {"lm_head", "linear", head_w, tied ? 0 : end - head_w, dims.t * dims.v, 2.0 * T * C * V + 5.0 * T * V}};
+  s.forward_flops = layers_flops(s.layers);
+  s.backward_flops = 8.0 * T * C + 4.0 * T * C * V;
+  return s;
+}
+
+std::unique_ptr<Block> make_gpt_embedding(BlockShape s, const GptDims& dims, int64_t wte, int64_t wpe, bool tied,
+                                          const Kernels& k) {
+  return std::make_unique<Embedding>(std::move(s), dims, wte, wpe, tied, k);
+}
+
+std::unique_ptr<Block> make_gpt_layer(BlockShape s, const GptDims& dims, const GptLayerLayout& l, Scratch& scratch,
+                                      const Kernels& k) {
+  return std::make_unique<Layer>(std::move(s), dims, l, scratch, k);
+}
+
+GptHead::GptHead(BlockShape s, const GptDims& dims, int64_t lnf_g, int64_t head_w, Scratch& scratch,
                  const Kernels& k)
-    : Block([&] {
-        BlockShape s;
-        s.name = "head";
-        s.kind = tied ? "norm_tied_linear_loss" : "norm_linear_loss";
-        s.param_offset = lnf_g;
-        s.param_count = end - lnf_g;  // a tied head's matrix is the embedding's
-        if (tied) s.shared_offset = head_w, s.shared_count = dims.v * dims.c;
-        s.in_floats = dims.t * dims.c;
-        s.saved_floats = dims.t * dims.c + 2 * dims.t + dims.t * dims.v;
-        s.scratch_floats = std::max(dims.t * dims.v, 2 * dims.t * dims.c);  // the logits; backward's gradients
-        s.eval_scratch_floats = dims.t * dims.v + dims.t * dims.c + 2 * dims.t;
-        const double T = double(dims.t), C = double(dims.c), V = double(dims.v);
-        s.layers = {{"ln_f", "layernorm", lnf_g, 2 * dims.c, dims.t * dims.c + 2 * dims.t, 8.0 * T * C},
-                    // with its softmax cross-entropy
-                    {"lm_head", "linear", head_w, tied ? 0 : end - head_w, dims.t * dims.v,
-                     2.0 * T * C * V + 5.0 * T * V}};
-        s.forward_flops = layers_flops(s.layers);
-        s.backward_flops = 8.0 * T * C + 4.0 * T * C * V;
-        return s;
-      }()),
-      dims_(dims), lnf_g_(lnf_g), head_w_(head_w), scratch_(scratch), k_(k), zero_bias_(k), dbias_(k) {
-  zero_bias_.grow(size_t(dims.v));
+    : Block(std::move(s)), dims_(dims), lnf_g_(lnf_g), head_w_(head_w), scratch_(scratch), k_(k), zero_bias_(k),
+      dbias_(k) {
+  zero_bias_.grow(size_t(dims.v));  // the model's fixed buffers: 2 V floats (gpt.cpp, fixed_floats)
   zero_bias_.zero();
   dbias_.grow(size_t(dims.v));
 }

@@ -28,18 +28,24 @@ struct GptDims {
   int64_t v = 0, t = 0, c = 0, nh = 0, positions = 0;  // vocabulary, context, width, heads, position table
 };
 
-std::unique_ptr<Block> make_gpt_embedding(const GptDims& dims, int64_t wte, int64_t wpe, bool tied,
+// The blocks' shapes (what the blocks below are built with; `end`: where the block's parameters end).
+BlockShape gpt_embedding_shape(const GptDims& dims, int64_t wte, int64_t wpe);
+BlockShape gpt_layer_shape(const std::string& name, const GptDims& dims, const GptLayerLayout& l, int64_t end,
+                           const Kernels& k);
+BlockShape gpt_head_shape(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, int64_t end);
+
+// Each built with its shape (above).
+std::unique_ptr<Block> make_gpt_embedding(BlockShape s, const GptDims& dims, int64_t wte, int64_t wpe, bool tied,
                                           const Kernels& k);
 // Its working memory in `scratch` (which must outlive it), as the head's.
-std::unique_ptr<Block> make_gpt_layer(const std::string& name, const GptDims& dims, const GptLayerLayout& l,
-                                      int64_t end, Scratch& scratch, const Kernels& k);
+std::unique_ptr<Block> make_gpt_layer(BlockShape s, const GptDims& dims, const GptLayerLayout& l, Scratch& scratch,
+                                      const Kernels& k);
 
 // The head; its last forward's logits stay readable (for sampling and tests) until the model's next
 // block call.
 class GptHead final : public Block {
  public:
-  GptHead(const GptDims& dims, int64_t lnf_g, int64_t head_w, bool tied, int64_t end, Scratch& scratch,
-          const Kernels& k);
+  GptHead(BlockShape s, const GptDims& dims, int64_t lnf_g, int64_t head_w, Scratch& scratch, const Kernels& k);
   StepStats forward(const ParamWindow& w, const BlockData& d, float loss_scale, const BlockHooks& h) override;
   void backward(const ParamWindow& w, const BlockData& d, const float* dy, float* dx, bool accumulate,
                 const BlockHooks& h) override;

@@ -8,16 +8,39 @@
 #include "lib/core/rng.h"
 
 namespace dp {
+namespace {
 
-Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed, const Kernels& k)
-    : Model(k), x_staging_(k), labels_staging_(k) {
+std::vector<DenseLayout> layout_of(const std::vector<int64_t>& hidden, int64_t features, int64_t classes) {
   std::vector<int64_t> widths{features};
   widths.insert(widths.end(), hidden.begin(), hidden.end());
   widths.push_back(classes);
-  dense_ = mlp_layout(widths);
+  return mlp_layout(widths);
+}
+
+std::string describe_mlp(const std::vector<DenseLayout>& dense) {
+  std::string shape = fmt::format("{}", dense.front().in);
+  for (const DenseLayout& d : dense) shape += fmt::format("-{}", d.out);
+  return fmt::format("mlp {}, {} parameters", shape, dense.back().end());
+}
+
+}  // namespace
+
+ModelShape mlp_model_shape(const std::vector<int64_t>& hidden, int64_t features, int64_t classes) {
+  const std::vector<DenseLayout> dense = layout_of(hidden, features, classes);
+  ModelShape s;
+  s.type = "mlp";
+  s.describe = describe_mlp(dense);
+  s.blocks = mlp_block_shapes(dense);
+  s.parameters = dense.back().end();
+  return s;
+}
+
+Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed, const Kernels& k)
+    : Model(k), x_staging_(k), labels_staging_(k) {
+  dense_ = layout_of(hidden, features, classes);
   const int64_t count = dense_.back().end();
   check_fits(count, "the MLP");
-  blocks_ = make_mlp_blocks(dense_, scratch_, k);
+  blocks_ = make_mlp_blocks(dense_, mlp_block_shapes(dense_), scratch_, k);
   std::vector<float> init(size_t(count), 0.0f);
   for (size_t l = 0; l < dense_.size(); ++l) {
     const DenseLayout& d = dense_[l];
@@ -45,10 +68,6 @@ StepStats Mlp::evaluate(const Batch& b) {
                     1.0f, false);
 }
 
-std::string Mlp::describe() const {
-  std::string shape = fmt::format("{}", dense_.front().in);
-  for (const DenseLayout& d : dense_) shape += fmt::format("-{}", d.out);
-  return fmt::format("mlp {}, {} parameters", shape, params_.size());
-}
+std::string Mlp::describe() const { return describe_mlp(dense_); }
 
 }  // namespace dp

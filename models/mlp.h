@@ -6,8 +6,13 @@
 
 #include "models/mlp_blocks.h"
 #include "models/model.h"
+#include "models/model_shape.h"
 
 namespace dp {
+
+// The MLP of `hidden` widths for `features` inputs and `classes` outputs, without its parameters: what
+// the constructor builds (the same layout).
+ModelShape mlp_model_shape(const std::vector<int64_t>& hidden, int64_t features, int64_t classes);
 
 class Mlp final : public Model {
  public:

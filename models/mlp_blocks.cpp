@@ -19,6 +19,20 @@ int64_t DenseLayout::slice_end(const std::vector<int64_t>& rows, size_t j) const
   return j + 2 == rows.size() ? end() : w_offset + rows[j + 1] * in;
 }
 
+std::vector<ParamRange> dense_hook_ranges(const DenseLayout& d, int64_t slice_floats) {
+  std::vector<ParamRange> ranges;
+  const auto rows = d.slice_rows(slice_floats);
+  for (size_t j = 0; j + 1 < rows.size(); ++j) {
+    const int64_t begin = d.w_offset + rows[j] * d.in;
+    ranges.push_back({begin, d.slice_end(rows, j) - begin});
+  }
+  return ranges;
+}
+
+DenseLayout dense_of(const BlockShape& s) {
+  return {s.in_floats, s.param_count / (s.in_floats + 1), s.param_offset};  // w (out, in) and b (out)
+}
+
 namespace {
 
 // [ReLU ->] Linear. With relu_in, the block reads the previous Linear's output z and computes relu(z)
@@ -30,13 +44,7 @@ class LinearBlock : public Block {
 
   // Its Linear's, whole or slice by slice as backward announces them.
   std::vector<ParamRange> hook_ranges(int64_t slice_floats) const override {
-    std::vector<ParamRange> ranges;
-    const auto rows = d_.slice_rows(slice_floats);
-    for (size_t j = 0; j + 1 < rows.size(); ++j) {
-      const int64_t begin = d_.w_offset + rows[j] * d_.in;
-      ranges.push_back({begin, d_.slice_end(rows, j) - begin});
-    }
-    return ranges;
+    return dense_hook_ranges(d_, slice_floats);
   }
 
   StepStats forward(const ParamWindow& w, const BlockData& d, float, const BlockHooks& h) override {
@@ -134,9 +142,8 @@ std::vector<DenseLayout> mlp_layout(const std::vector<int64_t>& widths) {
   return layout;
 }
 
-std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<DenseLayout>& layout, Scratch& scratch,
-                                                    const Kernels& k) {
-  std::vector<std::unique_ptr<Block>> blocks;
+std::vector<BlockShape> mlp_block_shapes(const std::vector<DenseLayout>& layout) {
+  std::vector<BlockShape> shapes;
   for (size_t l = 0; l < layout.size(); ++l) {
     const DenseLayout& d = layout[l];
     const bool head = l + 1 == layout.size(), relu_in = l > 0;
@@ -157,8 +164,19 @@ std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<DenseLayou
     s.forward_flops = layers_flops(s.layers);
     // Weights' gradient, and the input's except in the first block (nobody needs the data's gradient).
     s.backward_flops = matmul * (l == 0 ? 1 : 2) + (relu_in ? 2.0 * double(d.in) : 0.0);
-    if (head) blocks.push_back(std::make_unique<HeadBlock>(s, d, relu_in, scratch, k));
-    else blocks.push_back(std::make_unique<LinearBlock>(s, d, relu_in, scratch, k));
+    shapes.push_back(std::move(s));
+  }
+  return shapes;
+}
+
+std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<DenseLayout>& layout,
+                                                    const std::vector<BlockShape>& shapes, Scratch& scratch,
+                                                    const Kernels& k) {
+  std::vector<std::unique_ptr<Block>> blocks;
+  for (size_t l = 0; l < layout.size(); ++l) {
+    const bool head = l + 1 == layout.size(), relu_in = l > 0;
+    if (head) blocks.push_back(std::make_unique<HeadBlock>(shapes[l], layout[l], relu_in, scratch, k));
+    else blocks.push_back(std::make_unique<LinearBlock>(shapes[l], layout[l], relu_in, scratch, k));
   }
   return blocks;
 }

@@ -24,13 +24,24 @@ struct DenseLayout {
   int64_t slice_end(const std::vector<int64_t>& rows, size_t j) const;
 };
 
+// The ranges a Linear's backward announces (BlockHooks::ready) in forward order: whole (slice_floats 0) or
+// in slices of about slice_floats parameters, the last holding the bias.
+std::vector<ParamRange> dense_hook_ranges(const DenseLayout& d, int64_t slice_floats);
+// The Linear of an MLP block of shape `s` (mlp_block_shapes).
+DenseLayout dense_of(const BlockShape& s);
+
 // The Linear layers of an MLP of `widths` (features, hidden..., classes), parameters laid out in order
 // from 0.
 std::vector<DenseLayout> mlp_layout(const std::vector<int64_t>& widths);
 
-// The blocks of an MLP of `layout` (mlp_layout), their working memory in `scratch` (which must outlive
-// them). Their layers: fc1, then relu1 fc2, ...: a ReLU belongs to the block of the Linear it feeds.
-std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<DenseLayout>& layout, Scratch& scratch,
+// The shapes of the blocks of an MLP of `layout` (mlp_layout). Their layers: fc1, then relu1 fc2, ...: a
+// ReLU belongs to the block of the Linear it feeds.
+std::vector<BlockShape> mlp_block_shapes(const std::vector<DenseLayout>& layout);
+
+// The blocks of an MLP of `layout` (mlp_layout) with those shapes, their working memory in `scratch`
+// (which must outlive them).
+std::vector<std::unique_ptr<Block>> make_mlp_blocks(const std::vector<DenseLayout>& layout,
+                                                    const std::vector<BlockShape>& shapes, Scratch& scratch,
                                                     const Kernels& k);
 
 }  // namespace dp

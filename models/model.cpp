@@ -14,23 +14,19 @@
 
 namespace dp {
 
-uint64_t Model::fingerprint() const {
-  // FNV-1a over the type, the input dimensions the parameters do not show, and each layer's kind and
-  // parameter count: the blocks' layers, hashed as the models' own layer tables were, so checkpoints of
-  // earlier versions still resume (tests/models/test_model_layout.cpp pins the values).
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](const void* data, size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  };
-  const std::string t = type();
-  mix(t.data(), t.size());
-  for (int64_t d : unparameterised_input()) mix(&d, sizeof d);
-  for (const LayerInfo& l : layers()) {
-    mix(l.kind.data(), l.kind.size());
-    mix(&l.param_count, sizeof l.param_count);
-  }
-  return h;
+uint64_t Model::fingerprint() const { return architecture_fingerprint(type(), unparameterised_input(), layers()); }
+
+ModelShape Model::shape() const {
+  ModelShape s;
+  s.type = type();
+  s.describe = describe();
+  for (const auto& b : blocks_) s.blocks.push_back(b->shape());
+  s.parameters = int64_t(params_.size());
+  s.fixed_floats = fixed_floats_;
+  s.targets_per_sample = targets_per_sample();
+  s.evaluation_chunk = evaluation_chunk();
+  s.unparameterised_input = unparameterised_input();
+  return s;
 }
 
 std::vector<LayerInfo> Model::layers() const {
@@ -124,9 +120,7 @@ double Model::flops_per_sample() const {
 
 std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed,
                                   const Kernels& k) {
-  if (shape.is_text() && spec.type != ModelType::gpt)
-    throw JobError("[model] type", fmt::format("model '{}' cannot read text data", name_of(spec.type)),
-                   "use type = \"gpt\" for [data] dataset = \"text\"");
+  check_model_reads(spec, shape);
   switch (spec.type) {
     case ModelType::mlp: return std::make_unique<Mlp>(spec.hidden, shape.features, shape.classes, seed, k);
     case ModelType::cnn: return std::make_unique<Cnn>(spec, shape, seed, k);

@@ -20,6 +20,7 @@
 #include "lib/job/job.h"
 #include "models/block.h"
 #include "models/buffer.h"
+#include "models/model_shape.h"
 
 namespace dp {
 
@@ -84,6 +85,8 @@ class Model {
   uint64_t fingerprint() const;
   // "mlp: 784-256-128-10, 235,146 parameters".
   virtual std::string describe() const = 0;
+  // Its shape (models/model_shape.h), read from the built model: what model_shape() gives without it.
+  ModelShape shape() const;
 
  protected:
   // Input dimensions that shape the model without showing in its parameter counts (a CNN's image size).
@@ -118,6 +121,7 @@ class Model {
   Scratch scratch_;  // the blocks' working memory (before blocks_: they refer to it)
   std::vector<std::unique_ptr<Block>> blocks_;
   int64_t hook_slice_ = 0;
+  int64_t fixed_floats_ = 0;  // the buffers it holds besides parameters and gradients (ModelShape)
   Buffer<float> params_;
   Buffer<float> grads_;
   std::vector<Buffer<float>> block_outs_;  // run_blocks: each block's output

@@ -1,8 +1,12 @@
 // `dptrain estimate JOB.toml`: its options, and what the job needs per device and in all (lib/estimate),
-// from the job's model and data, its cluster, and step times from a layer profile (--profile), a device's
-// peak rates (--device, or --peak-tflops/--bandwidth), or the blocks timed here; --fit searches the
-// fewest devices of a kind the job fits on. No MPI.
+// from the job's model's shape (never built: a model of any size is sized here) and data, its cluster,
+// and step times from a layer profile (--profile), a device's peak rates (--device, or
+// --peak-tflops/--bandwidth), or the blocks timed here (only a model this machine can hold); --fit
+// searches the fewest devices of a kind the job fits on. A device with memory (--device, --device-memory)
+// is every rank's: its memory is what the rows are checked against, and the request asks for one GPU per
+// rank. No MPI.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <sys/resource.h>
 
@@ -12,6 +16,7 @@
 
 #include "apps/dptrain/job_options.h"
 #include "lib/core/error.h"
+#include "lib/core/memory_meter.h"
 #include "lib/estimate/estimate.h"
 #include "lib/launch/emit.h"
 #include "lib/pipeline/profile.h"
@@ -85,6 +90,18 @@ estimate::Timing timing_of(const EstimateCommand& cmd, const Job& job, const est
     if (job.train.device == DeviceRequest::cuda && !gpu_here(job))
       throw UsageError("--profile", "the job trains on GPUs and this machine has none to time its blocks on",
                        "give --profile FILE (profile --layers on a GPU), --device NAME (peak rates) or --no-timing");
+    // Timing the blocks here builds the model: only one this machine can hold (its parameters, their
+    // gradients and two optimizer slots, as `run` checks).
+    const int64_t available = available_host_bytes();
+    constexpr int64_t kBytesPerParameter = 16;
+    if (available > 0 && facts.parameters > available / kBytesPerParameter)
+      throw UsageError("--profile",
+                       fmt::format("the model's {} parameters need at least {:.1f} GiB to time its blocks here, more "
+                                   "than the {:.1f} GiB this machine has available", facts.parameters,
+                                   double(facts.parameters) * kBytesPerParameter / double(1 << 30),
+                                   double(available) / double(1 << 30)),
+                       "give --device NAME (times from its peak rates), --profile FILE (profile --layers --device "
+                       "NAME --out FILE) or --no-timing");
     t.profile = measure_block_profile(job, micro, 5, 2);
     t.basis = "the blocks timed here (" + t.profile->device + ", " + std::to_string(micro) + " samples)";
   }
@@ -103,9 +120,13 @@ int cmd_estimate(const EstimateCommand& cmd) {
   estimate::Options o;
   o.baseline_resident_bytes = baseline;
   // The ranks' device where the job runs: cuda as asked, auto as this machine resolves it.
-  o.gpu = job.train.device == DeviceRequest::cuda || (job.train.device == DeviceRequest::automatic && gpu_here(job));
+  // A device with memory is every rank's: its memory is each rank's limit, its ranks GPU ranks.
+  const bool on_device = device && device->memory_gb > 0;
+  o.gpu = on_device || job.train.device == DeviceRequest::cuda ||
+          (job.train.device == DeviceRequest::automatic && gpu_here(job));
   if (cmd.fit) o.fit_device = device;
-  const estimate::Estimate e = estimate::estimate_job(job, facts, pipeline_cluster(job), timing, o);
+  const Job sized = on_device ? estimate::with_device_memory(job, device->memory_gb) : job;
+  const estimate::Estimate e = estimate::estimate_job(job, facts, pipeline_cluster(sized), timing, o);
   if (!cmd.emit.empty()) {
     SchedulerRequest q;
     q.job_name = job.job.name;
@@ -138,8 +159,9 @@ void register_estimate(CLI::App& app, Invocation& call) {
       ->type_name("FILE");
   cmd->add_option("--profile", opt->profile, "step times from this layer profile of the job's model "
                                              "(profile --layers --out)")->type_name("FILE");
-  cmd->add_option("--device", opt->device, "a device kind: times from its peak rates (a lower bound) and --fit's "
-                                           "kind (h200, h100, a100-80, a100-40, l40s, v100, rtx4090)")
+  cmd->add_option("--device", opt->device, "every rank's device kind: times from its peak rates (a lower bound), "
+                                           "its memory each rank's limit, one GPU per rank in the request, and "
+                                           "--fit's kind (h200, h100, a100-80, a100-40, l40s, v100, rtx4090)")
       ->type_name("NAME");
   cmd->add_option("--peak-tflops", opt->peak_tflops, "the device's peak TFLOP/s (instead of or over --device)")
       ->check(CLI::PositiveNumber)->type_name("X");

@@ -43,6 +43,8 @@ void check(const ProfileCommand& cmd) {
                      "dptrain profile --layers JOB.toml");
   if (cmd.layers_batch > 0 && !cmd.layers)
     throw UsageError("profile --batch", "is the micro-batch of --layers", "add --layers");
+  if (!cmd.device.empty() && !cmd.layers)
+    throw UsageError("profile --device", "gives --layers's times from a device kind's peak rates", "add --layers");
   if (cmd.compute && cmd.job.path.empty())
     throw UsageError("profile --compute", "needs a job file (its model and data are what is timed)",
                      "dptrain profile --compute JOB.toml");
@@ -99,6 +101,9 @@ void register_profile(CLI::App& app, Invocation& call) {
   cmd->add_option("--batch", opt->layers_batch, "--layers: samples of the micro-batch timed (default: the global "
                                                 "batch / ranks)")
       ->check(CLI::PositiveNumber)->type_name("N");
+  cmd->add_option("--device", opt->device, "--layers: times from this device kind's peak rates (a lower bound), the "
+                                           "model not built (h200, h100, a100-80, a100-40, l40s, v100, rtx4090)")
+      ->type_name("NAME");
   cmd->add_option("--out", opt->links_out, "write --links's measurements as a cluster file, or --layers's as a layer "
                                            "profile")
       ->type_name("FILE");

@@ -21,6 +21,7 @@ struct PlanCommand {
   double profile_batch = 0;  // --profile-batch: samples the profile's times are for (0: global batch)
   std::string stages;        // --stages: a partition to evaluate beside the planner's
   int64_t micro_batches = 0; // --micro-batches: M (0: the planner tries the divisors up to 64)
+  std::string device;        // --device: every rank's device kind (its memory is each rank's)
 };
 
 // [parallel] strategy = "data": the division of the global batch and MRA's gradient buckets.

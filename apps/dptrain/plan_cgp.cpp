@@ -11,7 +11,7 @@
 #include "lib/comm/thread_communicator.h"
 #include "lib/data/dataset.h"
 #include "lib/measure/measure.h"
-#include "models/model.h"
+#include "models/model_shape.h"
 
 namespace dp::app {
 namespace {
@@ -30,17 +30,17 @@ double time_sample_seconds(const Job& job, int64_t samples) {
 
 cgp::PlanReport plan_inputs(const PlanCommand& cmd, const Job& job) {
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
-  const auto model = make_model(job.model, data.train.shape(), job.job.seed);
+  const ModelShape model = model_shape(job.model, data.train.shape());  // not built
   const uint64_t seed = cmd.seed_given ? cmd.seed : job.job.seed;
   const bool drawn = cmd.workers > 0;
   Cluster cluster = drawn ? draw_cluster(job, int(cmd.workers), seed) : cluster_from_job(job);
   const bool rated = job.cluster.sample_rate > 0;
-  const int64_t parameters = int64_t(model->params().size());
+  const int64_t parameters = model.parameters;
   const int64_t timed = std::clamp<int64_t>(job.train.global_batch, 1, std::min<int64_t>(32, data.train.count));
   cgp::PlanReport r{job.job.name, std::move(cluster),
                     cgp::job_workload(job, parameters,
                                       rated ? 1.0 / job.cluster.sample_rate : time_sample_seconds(job, timed)),
-                    model->describe(), rated ? "[cluster] sample_rate" : "timed on this machine", parameters, seed,
+                    model.describe, rated ? "[cluster] sample_rate" : "timed on this machine", parameters, seed,
                     drawn, job.parallel.cgp.max_staleness, job.parallel.cgp.group_count, {}, {}, {}};
   // Drawn ranks keep the job's share per rank: the global batch scales with them.
   if (drawn) r.workload.global_batch = std::max<int64_t>(1, job.train.global_batch * cmd.workers / job.launch.ranks);

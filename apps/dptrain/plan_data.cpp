@@ -9,7 +9,7 @@
 #include "lib/mra/mra.h"
 #include "lib/balance/job_balance.h"
 #include "lib/mra/mra.h"
-#include "models/model.h"
+#include "models/model_shape.h"
 
 namespace dp::app {
 namespace {
@@ -23,18 +23,20 @@ void print_division(const char* title, const std::vector<int64_t>& shares, const
   std::printf("  predicted step compute: %.4g (samples / unit speed, slowest rank)\n", step);
 }
 
-// MRA's buckets over the job's model (the data decides the model's input and output sizes).
+// MRA's buckets over the job's model's shape (the data decides the model's input and output sizes; the
+// model is not built).
 void print_buckets(const Job& job) {
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
-  const auto model = make_model(job.model, data.train.shape(), job.job.seed);
+  const ModelShape model = model_shape(job.model, data.train.shape());
   const auto& c = job.parallel.comm;
-  model->set_hook_slice(hook_slice_floats(grad_sync_options(c)));  // as training will
-  std::printf("model: %s\ngradients: %s", model->describe().c_str(), name_of(c.algorithm).c_str());
+  std::printf("model: %s\ngradients: %s", model.describe.c_str(), name_of(c.algorithm).c_str());
   if (c.algorithm != CommAlgorithm::mra) {
     std::printf(" (one allreduce per layer after backward, full update on every rank)\n");
     return;
   }
-  const auto buckets = plan_buckets(model->hook_ranges(), int64_t(model->params().size()), int64_t(c.bucket_mb * 1e6),
+  // The ranges the hooks announce as training slices them.
+  const auto buckets = plan_buckets(model.hook_ranges(hook_slice_floats(grad_sync_options(c))), model.parameters,
+                                    int64_t(c.bucket_mb * 1e6),
                                     int64_t(c.first_bucket_mb * 1e6));
   std::printf(" (%zu bucket(s) in backward order, overlap %s, sharded update %s)\n", buckets.size(),
               !c.overlap ? "off" : buckets.size() > 1 ? "on" : "off: one bucket, nothing to overlap",

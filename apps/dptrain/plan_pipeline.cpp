@@ -3,7 +3,8 @@
 // parallelism and a user's --stages, shown by lib/pipeline/plan_report.h. Without --profile, for a job of
 // strategy "pipeline": the plan its run would train with (lib/train/pipeline_plan.h: its
 // [parallel.pipeline] profile, or its blocks timed now, and its stages and recomputation). Nothing fits:
-// one line saying which stage and what would.
+// one line saying which stage and what would. The model is never built: its blocks' shapes
+// (models/model_shape.h) are all a plan reads; with --device every rank has that kind's memory.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -16,7 +17,7 @@
 #include "lib/pipeline/plan.h"
 #include "lib/pipeline/plan_report.h"
 #include "lib/measure/measure.h"
-#include "models/model.h"
+#include "models/model_shape.h"
 
 namespace dp::app {
 namespace {
@@ -52,9 +53,9 @@ Profiled read_profile(const PlanCommand& cmd, const Job& job) {
   pipeline::LayerProfile pipedream;
   if (from_job) {
     const DatasetSplits data = load_dataset(job.data, job.job.seed);
-    const auto model = make_model(job.model, data.train.shape(), job.job.seed);
-    check_pipeline_job(job, *model);
-    p.ours = job_layer_profile(job, *model);
+    const ModelShape model = model_shape(job.model, data.train.shape());  // nothing allocated
+    check_pipeline_job(job, model);
+    p.ours = job_layer_profile(job, model);
   } else if (ours) {
     p.ours = pipeline::read_block_profile(cmd.profile);
   } else {

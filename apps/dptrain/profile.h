@@ -16,6 +16,7 @@ struct ProfileCommand {
   bool links = false;                   // --links: bandwidth and latency between every pair of ranks
   bool layers = false;                  // --layers: every block of the job's model timed (one process)
   int64_t layers_batch = 0;             // --batch: the micro-batch --layers times (0: global batch / ranks)
+  std::string device;                   // --device: --layers's times from this kind's peak rates, not timed
   std::string links_out;                // --out: --links's measurements as a cluster file, or --layers's
                                         //   as a layer profile
   int compute_steps = 20;               // --steps (timed forward+backward steps of --compute)

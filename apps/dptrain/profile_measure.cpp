@@ -12,6 +12,7 @@
 #include "lib/comm/communicator.h"
 #include "lib/comm/link_probe.h"
 #include "lib/core/json.h"
+#include "lib/estimate/estimate.h"
 #include "lib/measure/measure.h"
 #include "lib/train/train.h"
 
@@ -99,12 +100,18 @@ int profile_rank(const ProfileCommand& cmd, ProcessArgs process) {
   return sweep_allreduce(*world, sweep, stdout) == 0 ? 0 : 1;
 }
 
-// Every block timed in this process, as a table, and with --out as a layer profile for `plan --profile`.
+// Every block timed in this process, or (--device) its times at a device kind's peak rates from the
+// model's shape alone (never built: a model of any size); as a table, and with --out as a layer profile
+// for `plan --profile` and `estimate --profile`.
 int profile_layers(const ProfileCommand& cmd) {
   const Job job = load_job(cmd.job.path, cmd.job.overrides);
   const int64_t batch = cmd.layers_batch > 0 ? cmd.layers_batch
                                              : std::max<int64_t>(1, job.train.global_batch / job.launch.ranks);
-  const pipeline::BlockProfile p = measure_block_profile(job, batch, cmd.compute_steps, 3);
+  const bool rated = !cmd.device.empty();
+  const pipeline::BlockProfile p =
+      rated ? estimate::roofline_profile(estimate::model_facts(job), estimate::device_kind(cmd.device, "--device"),
+                                         job.train.precision == Precision::bf16, batch)
+            : measure_block_profile(job, batch, cmd.compute_steps, 3);
   if (cmd.json) {
     for (size_t i = 0; i < p.blocks.size(); ++i) {
       const pipeline::BlockRow& b = p.blocks[i];
@@ -116,11 +123,17 @@ int profile_layers(const ProfileCommand& cmd) {
                   b.param_bytes);
     }
   } else {
-    std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, median of %d steps; fixed: the part of a\n"
-                "# time any micro-batch pays (from a second timing at an eighth of the micro-batch); update: the\n"
-                "# optimizer's on the block's parameters\n"
-                "#%5s %-18s %10s %10s %10s %10s %10s %14s %14s %12s %12s\n",
-                p.model.c_str(), p.device.c_str(), (long long)p.micro_batch, cmd.compute_steps, "block", "name",
+    if (rated)
+      std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, from the device's peak rates (a roofline:\n"
+                  "# a lower bound; the model was not built); fixed: the part of a time any micro-batch pays (its\n"
+                  "# weights read); update: the optimizer's on the block's parameters\n",
+                  p.model.c_str(), p.device.c_str(), (long long)p.micro_batch);
+    else
+      std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, median of %d steps; fixed: the part of a\n"
+                  "# time any micro-batch pays (from a second timing at an eighth of the micro-batch); update: the\n"
+                  "# optimizer's on the block's parameters\n",
+                  p.model.c_str(), p.device.c_str(), (long long)p.micro_batch, cmd.compute_steps);
+    std::printf("#%5s %-18s %10s %10s %10s %10s %10s %14s %14s %12s %12s\n", "block", "name",
                 "fwd ms", "bwd ms", "fwd fixed", "bwd fixed", "update ms", "out B/sample", "saved B/sample",
                 "work B/smp", "param B");
     for (size_t i = 0; i < p.blocks.size(); ++i) {

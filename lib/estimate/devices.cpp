@@ -42,6 +42,13 @@ DeviceKind device_kind(const std::string& name, const std::string& where) {
                                names));
 }
 
+Job with_device_memory(Job job, double gb) {
+  ClusterSection& c = job.cluster;
+  c.memory_gb.assign(size_t(job.launch.ranks), gb);  // per rank, over the kinds'
+  c.kind_memory_gb.assign(c.kinds.size(), gb);        // and the kinds' (ranks drawn from them)
+  return job;
+}
+
 pipeline::BlockProfile roofline_profile(const ModelFacts& facts, const DeviceKind& d, bool bf16,
                                         int64_t micro_batch) {
   const double flops_per_s = 1e12 * (bf16 && d.peak_tflops_bf16 > 0 ? d.peak_tflops_bf16 : d.peak_tflops);

@@ -100,6 +100,25 @@ void data_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const
 
 int64_t round_up(double bytes, double unit) { return int64_t(std::ceil(bytes / unit) * unit); }
 
+// The step's split (a data-parallel step: its slowest rank's compute, communication and update; a
+// pipeline's is set by pipeline_ranks), and what bounds it.
+void split_step(const Job& job, Estimate& e) {
+  if (e.step_s <= 0 || e.ranks.empty()) return;
+  if (job.parallel.strategy == StrategyKind::data) {
+    const RankEstimate* slowest = &e.ranks.front();
+    for (const RankEstimate& r : e.ranks)
+      if (r.compute_s + r.comm_s + r.update_s > slowest->compute_s + slowest->comm_s + slowest->update_s) slowest = &r;
+    e.compute_s = slowest->compute_s;
+    e.comm_s = slowest->comm_s;
+    e.update_s = slowest->update_s;
+    e.bubble_s = std::max(0.0, e.step_s - e.compute_s - e.comm_s - e.update_s);
+  }
+  if (e.compute_s + e.comm_s + e.bubble_s + e.update_s <= 0) return;
+  const std::pair<double, const char*> parts[] = {
+      {e.compute_s, "compute"}, {e.comm_s, "communication"}, {e.bubble_s, "bubble"}, {e.update_s, "update"}};
+  e.bound = std::max_element(std::begin(parts), std::end(parts))->second;
+}
+
 }  // namespace
 
 Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
@@ -123,6 +142,7 @@ Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c,
     r.memory_limit_bytes = c.rank(r.rank).memory_gb * 1e9;
     r.fits = r.memory_limit_bytes <= 0 || r.memory.total() <= r.memory_limit_bytes;
   }
+  if (job.parallel.strategy != StrategyKind::cgp) split_step(job, e);  // CGP's groups step on their own
   if (e.step_s > 0) {
     e.samples_per_s = double(job.train.global_batch) / e.step_s;
     // Rank 0 evaluates the test set (forward only, about a third of a training step per sample).

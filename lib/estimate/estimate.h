@@ -37,13 +37,18 @@ std::vector<DeviceKind> known_devices();
 // Throws UsageError (where: `where`) for an unknown name, listing the known ones.
 DeviceKind device_kind(const std::string& name, const std::string& where);
 
+// The job with every rank's device memory `gb` (each rank's, and each [cluster] kind's): a device kind
+// named for sizing (--device) is every rank's.
+Job with_device_memory(Job job, double gb);
+
 struct ModelFacts;
 // A layer profile of the model's sizes (as `profile --layers` writes them) with no times.
 pipeline::BlockProfile shape_profile(const ModelFacts& facts, int64_t micro_batch);
 // The same with each block's times at device `d`'s peak rates (a roofline: a lower bound).
 pipeline::BlockProfile roofline_profile(const ModelFacts& facts, const DeviceKind& d, bool bf16, int64_t micro_batch);
 
-// What the estimate needs of the job's model and data (model_facts() builds the model to read them).
+// What the estimate needs of the job's model and data (model_facts() reads the model's shape without
+// building it: models/model_shape.h).
 struct ModelFacts {
   std::string describe;            // "mlp: 784-256-128-10, 235,146 parameters"
   std::vector<BlockShape> blocks;  // in running order
@@ -111,6 +116,11 @@ struct Estimate {
   double flops_per_sample = 0;     // forward + backward
   double flops_per_step = 0;
   double step_s = 0;               // predicted (0: no timing basis)
+  // The step's split on the rank that bounds it (0: not split, as CGP's): compute, communication after
+  // or between compute, the pipeline's bubble (waiting on other stages), the optimizer's update; and the
+  // largest of them by name ("compute", "communication", "bubble", "update").
+  double compute_s = 0, comm_s = 0, bubble_s = 0, update_s = 0;
+  std::string bound;
   double samples_per_s = 0;
   int64_t steps_per_epoch = 0, total_steps = 0;
   double eval_s = 0;               // one evaluation of the test set on rank 0

@@ -17,6 +17,8 @@ std::string duration(double s) {
   return fmt::format("{:.1f} h", s / 3600);
 }
 
+std::string part(double s) { return s > 0 ? duration(s) : "0"; }
+
 }  // namespace
 
 std::string estimate_text(const Estimate& e) {
@@ -41,6 +43,9 @@ std::string estimate_text(const Estimate& e) {
   else
     out += fmt::format("steps: {} per epoch, {} in all (no times: give --profile or --device)\n", e.steps_per_epoch,
                        e.total_steps);
+  if (!e.bound.empty())
+    out += fmt::format("step split: compute {}, communication {}, bubble {}, update {}; bound by {}\n",
+                       part(e.compute_s), part(e.comm_s), part(e.bubble_s), part(e.update_s), e.bound);
   const ResourceRequest& q = e.request;
   out += fmt::format("request: {} rank(s) on {} node(s), {} per node; per rank {} core(s), {} MiB, {} GPU(s); "
                      "per node {} core(s), {} MiB, {} GPU(s); time limit {}\n",
@@ -75,13 +80,15 @@ std::string estimate_json(const Estimate& e) {
                       json_quoted(e.fit->device), e.fit->devices, e.fit->peak_bytes, json_quoted(e.fit->note));
   return fmt::format(
       "{{\"model\": {}, \"strategy\": {}, \"timing\": {}, \"ranks\": [{}], \"flops_per_sample\": {:.6g}, "
-      "\"flops_per_step\": {:.6g}, \"step_s\": {:.6g}, \"samples_per_s\": {:.6g}, \"steps_per_epoch\": {}, "
+      "\"flops_per_step\": {:.6g}, \"step_s\": {:.6g}, \"step_split\": {{\"compute_s\": {:.6g}, \"comm_s\": {:.6g}, "
+      "\"bubble_s\": {:.6g}, \"update_s\": {:.6g}, \"bound\": {}}}, \"samples_per_s\": {:.6g}, \"steps_per_epoch\": {}, "
       "\"total_steps\": {}, \"eval_s\": {:.6g}, \"epoch_s\": {:.6g}, \"job_s\": {:.6g}, \"request\": {{\"ranks\": {}, "
       "\"nodes\": {}, \"ranks_per_node\": {}, \"cpus_per_rank\": {}, \"memory_per_rank_bytes\": {}, "
       "\"gpus_per_rank\": {}, \"cpus_per_node\": {}, \"memory_per_node_bytes\": {}, \"gpus_per_node\": {}, "
       "\"time_limit_s\": {:.0f}}}, \"fit\": {}, \"notes\": [{}]}}\n",
       json_quoted(e.model), json_quoted(e.strategy), json_quoted(e.timing_basis), ranks, e.flops_per_sample,
-      e.flops_per_step, e.step_s, e.samples_per_s, e.steps_per_epoch, e.total_steps, e.eval_s, e.epoch_s, e.job_s,
+      e.flops_per_step, e.step_s, e.compute_s, e.comm_s, e.bubble_s, e.update_s,
+      e.bound.empty() ? std::string("null") : json_quoted(e.bound), e.samples_per_s, e.steps_per_epoch, e.total_steps, e.eval_s, e.epoch_s, e.job_s,
       q.ranks, q.nodes, q.ranks_per_node, q.cpus_per_rank, q.memory_per_rank_bytes, q.gpus_per_rank,
       q.cpus_per_rank * q.ranks_per_node, q.memory_per_rank_bytes * q.ranks_per_node, q.gpus_per_rank * q.ranks_per_node,
       q.time_limit_s, fit, notes);

@@ -108,7 +108,35 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
       e.ranks.push_back(r);
     }
   }
+  // Ranks the plan leaves out: listed as idle (the job still asks for them).
+  std::vector<bool> used(size_t(c.size()), false);
+  for (const RankEstimate& r : e.ranks) used[size_t(r.rank)] = true;
+  std::string idle;
+  int idle_count = 0;
+  for (int r = 0; r < c.size(); ++r) {
+    if (used[size_t(r)]) continue;
+    RankEstimate ir;
+    ir.rank = r;
+    ir.role = "idle (not in the plan)";
+    e.ranks.push_back(ir);
+    idle += fmt::format("{}{}", idle_count++ ? ", " : "", r);
+  }
+  if (idle_count > 0)
+    e.notes.push_back(fmt::format("the plan uses {} of the {} ranks; idle: {} (launch.ranks = {} trains the same)",
+                                  c.size() - idle_count, c.size(), idle, c.size() - idle_count));
   e.step_s = t.profile ? pred.minibatch_s : 0.0;
+  if (t.profile && !pred.stages.empty()) {
+    // The split of the busiest stage's mini-batch: its micro-batches' compute, the gradient exchange and
+    // update after the pipeline drains, and the rest, waiting on other stages (links included): the bubble.
+    size_t busiest = 0;
+    for (size_t s = 0; s < pred.stages.size(); ++s)
+      if (pred.stages[s].busy_fraction > pred.stages[busiest].busy_fraction) busiest = s;
+    const pipeline::StagePrediction& sp = pred.stages[busiest];
+    e.compute_s = double(plan.micro_batches) * (sp.forward_s + sp.backward_s);
+    e.update_s = std::min(sp.update_s, pred.allreduce_tail_s);
+    e.comm_s = std::max(0.0, pred.allreduce_tail_s - e.update_s);
+    e.bubble_s = std::max(0.0, e.step_s - e.compute_s - e.comm_s - e.update_s);
+  }
   e.notes.insert(e.notes.end(), choice.warnings.begin(), choice.warnings.end());
 }
 

@@ -80,18 +80,18 @@ int64_t profile_micro_batch(const Job& job) {
   return std::min(batch, std::max<int64_t>(8, batch / std::max<int64_t>(1, 4 * job.launch.ranks)));
 }
 
-pipeline::BlockProfile job_layer_profile(const Job& job, const Model& model) {
+pipeline::BlockProfile job_layer_profile(const Job& job, const ModelShape& model) {
   const std::string& path = job.parallel.pipeline.profile;
   if (path.empty()) return measure_block_profile(job, profile_micro_batch(job), 5, 2);
   pipeline::BlockProfile p = pipeline::read_block_profile(path);
-  if (int(p.blocks.size()) != model.block_count())
+  if (int(p.blocks.size()) != int(model.blocks.size()))
     throw ProfileError(path, fmt::format("the profile has {} blocks, the job's model ({}) has {}", p.blocks.size(),
-                                         model.describe(), model.block_count()),
+                                         model.describe, int(model.blocks.size())),
                        "profile the job's model: dptrain profile --layers JOB --out FILE");
-  for (int b = 0; b < model.block_count(); ++b)
-    if (p.blocks[size_t(b)].name != model.block(b).shape().name)
+  for (int b = 0; b < int(model.blocks.size()); ++b)
+    if (p.blocks[size_t(b)].name != model.blocks[size_t(b)].name)
       throw ProfileError(path, fmt::format("block {} is '{}' in the profile, '{}' in the job's model", b,
-                                           p.blocks[size_t(b)].name, model.block(b).shape().name),
+                                           p.blocks[size_t(b)].name, model.blocks[size_t(b)].name),
                          "profile the job's model: dptrain profile --layers JOB --out FILE");
   return p;
 }
@@ -167,7 +167,7 @@ PipelineChoice choose_pipeline_plan(const Job& job, const pipeline::Workload& w,
   return out;
 }
 
-void check_pipeline_job(const Job& job, const Model& model) {
+void check_pipeline_job(const Job& job, const ModelShape& model) {
   const PipelineSection& p = job.parallel.pipeline;
   if (job.train.device == DeviceRequest::cuda)
     throw JobError("parallel.strategy", "strategy \"pipeline\" runs on CPU ranks only",
@@ -186,7 +186,7 @@ void check_pipeline_job(const Job& job, const Model& model) {
   // The stages against the model's blocks and the cluster, with the block count alone (no timing).
   if (!p.stages.empty()) {
     pipeline::Workload w;
-    w.blocks.resize(size_t(model.block_count()));
+    w.blocks.resize(model.blocks.size());
     w.global_batch = job.train.global_batch;
     const Cluster c = cluster_from_job(job);
     const std::vector<int64_t> counts = micro_batch_candidates(w.global_batch, p.micro_batches);
@@ -198,10 +198,10 @@ void check_pipeline_job(const Job& job, const Model& model) {
         any = true;
         for (const pipeline::Stage& s : plan.stages)
           for (int b = s.first; b <= s.last; ++b) {
-            const BlockShape& shape = model.block(b).shape();
-            if (shape.shared_count > 0 && (shape.shared_offset < model.block(s.first).shape().param_offset ||
-                                           shape.shared_offset >= model.block(s.last).shape().param_offset +
-                                                                      model.block(s.last).shape().param_count))
+            const BlockShape& shape = model.blocks[size_t(b)];
+            if (shape.shared_count > 0 && (shape.shared_offset < model.blocks[size_t(s.first)].param_offset ||
+                                           shape.shared_offset >= model.blocks[size_t(s.last)].param_offset +
+                                                                      model.blocks[size_t(s.last)].param_count))
               throw JobError(key_where(job, "stages"),
                              fmt::format("block {} ({}) shares its weights with a block of another stage (a tied LM "
                                          "head and the token embedding)", b, shape.name),
@@ -215,11 +215,11 @@ void check_pipeline_job(const Job& job, const Model& model) {
     if (!any) throw *refused;
   } else {
     // The planner may cut anywhere: a tied head cannot be split from the embedding.
-    for (int b = 0; b < model.block_count(); ++b)
-      if (model.block(b).shape().shared_count > 0 && model.block_count() > 1 && job.launch.ranks > 1)
+    for (int b = 0; b < int(model.blocks.size()); ++b)
+      if (model.blocks[size_t(b)].shared_count > 0 && int(model.blocks.size()) > 1 && job.launch.ranks > 1)
         throw JobError("[model] tied_head",
                        fmt::format("block {} ({}) shares its weights with the token embedding, and the planner may "
-                                   "put them in different stages", b, model.block(b).shape().name),
+                                   "put them in different stages", b, model.blocks[size_t(b)].name),
                        "set [model] tied_head = false, or give [parallel.pipeline] stages that keep them together");
   }
   // With memory limits a plan may not fit: choose it now (timing the blocks when the job gives no
@@ -228,5 +228,9 @@ void check_pipeline_job(const Job& job, const Model& model) {
   const bool limited = std::any_of(c.ranks().begin(), c.ranks().end(), [](const ClusterRank& r) { return r.memory_gb > 0; });
   if (limited) (void)choose_pipeline_plan(job, job_pipeline_workload(job, job_layer_profile(job, model)), c);
 }
+
+pipeline::BlockProfile job_layer_profile(const Job& job, const Model& model) { return job_layer_profile(job, model.shape()); }
+
+void check_pipeline_job(const Job& job, const Model& model) { check_pipeline_job(job, model.shape()); }
 
 }  // namespace dp

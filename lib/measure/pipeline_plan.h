@@ -13,6 +13,7 @@
 #include "lib/pipeline/plan.h"
 #include "lib/pipeline/profile.h"
 #include "models/model.h"
+#include "models/model_shape.h"
 
 namespace dp {
 
@@ -39,6 +40,7 @@ Cluster measured_cluster(const Job& job, const pipeline::Workload& w, const std:
 // The layer profile the run plans from: [parallel.pipeline] profile (a dptrain layer profile of this
 // model), or the model's blocks timed now on the job's device at a micro-batch of a quarter of the global
 // batch per rank (at least 8 samples). Throws ProfileError for a profile of another model.
+pipeline::BlockProfile job_layer_profile(const Job& job, const ModelShape& model);
 pipeline::BlockProfile job_layer_profile(const Job& job, const Model& model);
 // The micro-batch the run times its blocks and its ranks' speeds at.
 int64_t profile_micro_batch(const Job& job);
@@ -62,6 +64,7 @@ PipelineChoice choose_pipeline_plan(const Job& job, const pipeline::Workload& w,
 // Before ranks start: the stages string against the model's blocks and the cluster, the profile file
 // against the model, a tied LM head, a GPU device; with memory limits in [cluster], that a plan fits
 // (timing the blocks when the job gives no profile). Throws InputError (exit status 2).
+void check_pipeline_job(const Job& job, const ModelShape& model);
 void check_pipeline_job(const Job& job, const Model& model);
 
 }  // namespace dp
