@@ -45,11 +45,6 @@ struct StageEntry {
   int recompute = -1;
 };
 
-bool dominates(const Entry& a, const Entry& b) {
-  const double eps = 1e-12;
-  return a.sum <= b.sum * (1 + eps) && a.max <= b.max * (1 + eps) && a.stick_out <= b.stick_out + eps * b.sum;
-}
-
 class ExactSearch {
  public:
   ExactSearch(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory, double upper_bound)
@@ -133,13 +128,7 @@ class ExactSearch {
     return e.sum + (first > 0 ? work / speed : 0.0) + double(M_ - 1) * e.max;
   }
 
-  void insert(std::vector<int>& ids, const Entry& e) {
-    for (int id : ids)
-      if (dominates(entries_[size_t(id)], e)) return;
-    std::erase_if(ids, [&](int id) { return dominates(e, entries_[size_t(id)]); });
-    ids.push_back(int(entries_.size()));
-    entries_.push_back(e);
-  }
+  void insert(std::vector<int>& ids, const Entry& e) { detail::pareto_insert(ids, entries_, e); }
 
   const StageEntry& stage(int first, int last, uint32_t D, int64_t in_flight) {
     const uint64_t k = ((uint64_t(first) * uint64_t(n_) + uint64_t(last)) << 26 | uint64_t(D) << 6) |

@@ -46,11 +46,6 @@ struct StageEntry {
   int recompute = -1;
 };
 
-bool dominates(const Entry& a, const Entry& b) {
-  const double eps = 1e-12;
-  return a.sum <= b.sum * (1 + eps) && a.max <= b.max * (1 + eps) && a.stick_out <= b.stick_out + eps * b.sum;
-}
-
 class RunSearch {
  public:
   RunSearch(const Workload& w, const Cluster& c, const std::vector<int>& order, int64_t M, bool respect_memory,
@@ -144,13 +139,7 @@ class RunSearch {
     return e.sum + work / (speed_ * double(d_ - used)) + double(M_ - 1) * e.max;
   }
 
-  void insert(std::vector<int>& ids, const Entry& e) {
-    for (int id : ids)
-      if (dominates(entries_[size_t(id)], e)) return;
-    std::erase_if(ids, [&](int id) { return dominates(e, entries_[size_t(id)]); });
-    ids.push_back(int(entries_.size()));
-    entries_.push_back(e);
-  }
+  void insert(std::vector<int>& ids, const Entry& e) { detail::pareto_insert(ids, entries_, e); }
 
   std::vector<int> run_ranks(int u, int k) const {
     std::vector<int> r(order_.begin() + u, order_.begin() + u + k);

@@ -138,4 +138,21 @@ bool neighbour(StageDevices& sets, std::vector<int>& unused, std::mt19937_64& rn
 // Ranks of a bit mask, ascending.
 std::vector<int> mask_ranks(uint32_t mask);
 
+// The exact programs' Pareto sets (exact.cpp, homogeneous.cpp): an entry (a suffix of stages) is kept
+// unless another of the same state is no worse in its sum of times, its slowest resource and how far its
+// allreduce sticks out. E has sum, max, stick_out; `ids` index `entries`, which only grows.
+template <class E>
+bool dominates(const E& a, const E& b) {
+  const double eps = 1e-12;
+  return a.sum <= b.sum * (1 + eps) && a.max <= b.max * (1 + eps) && a.stick_out <= b.stick_out + eps * b.sum;
+}
+template <class E>
+void pareto_insert(std::vector<int>& ids, std::vector<E>& entries, const E& e) {
+  for (int id : ids)
+    if (dominates(entries[size_t(id)], e)) return;
+  std::erase_if(ids, [&](int id) { return dominates(e, entries[size_t(id)]); });
+  ids.push_back(int(entries.size()));
+  entries.push_back(e);
+}
+
 }  // namespace dp::pipeline::detail
