@@ -110,9 +110,12 @@ struct ActivationCarve {
 // the last forward's results, until the next call: a GPT head's logits).
 class Scratch {
  public:
-  explicit Scratch(const Kernels& k) : buf_(k) {}
+  explicit Scratch(const Kernels& k) : k_(k), buf_(k) {}
+  // Frees it (it grows again on the next call): after work at a larger size than what follows.
+  void release() { buf_ = Buffer<float>(k_); }
   // At least `count` floats (their contents are lost when it grows); valid until the next call.
   float* floats(int64_t count) {
+    const MemoryUse use("the blocks' working memory");
     buf_.grow(size_t(count));
     return buf_.data();
   }
@@ -120,6 +123,7 @@ class Scratch {
   ActivationCarve carve(int64_t n, int64_t per_sample) { return {floats(n * per_sample), n}; }
 
  private:
+  const Kernels& k_;
   Buffer<float> buf_;
 };
 

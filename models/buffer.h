@@ -43,11 +43,21 @@ class Buffer {
   void grow(size_t count) {
     if (count <= size_) return;
     release();
-    data_ = static_cast<T*>(k_->alloc(count * sizeof(T)));
+    const int64_t asked = int64_t(count * sizeof(T));
+    // Counted before it is made: a meter with a capacity refuses it (OutOfMemory), as a GPU would.
+    MemoryMeter::process().add(asked);
+    std::shared_ptr<MemoryMeter> meter = MemoryMeter::current();
+    bool metered = false;
+    try {
+      if (meter) meter->add(asked), metered = true;
+      data_ = static_cast<T*>(k_->alloc(size_t(asked)));
+    } catch (...) {
+      MemoryMeter::process().remove(asked);
+      if (metered) meter->remove(asked);
+      throw;
+    }
     size_ = count;
-    MemoryMeter::process().add(bytes());
-    meter_ = MemoryMeter::current();
-    if (meter_) meter_->add(bytes());
+    meter_ = std::move(meter);
   }
   T* data() { return data_; }
   const T* data() const { return data_; }

@@ -61,15 +61,12 @@ struct CnnParams {
     return count - (out * in + out);
   }
   // PyTorch's defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for conv and linear, gamma 1, beta 0.
-  std::vector<float> initial(uint64_t seed) const {
-    std::vector<float> init(size_t(count), 0.0f);
-    for (size_t l = 0; l < uniform.size(); ++l) {
-      Rng rng(derive_seed(seed, l, /*tag=*/0x636e6e));
-      const double bound = 1.0 / std::sqrt(double(uniform[l].fan_in));
-      for (int64_t i = 0; i < uniform[l].count; ++i)
-        init[size_t(uniform[l].offset + i)] = float((2.0 * rng.uniform() - 1.0) * bound);
-    }
-    for (const auto& [offset, channels] : gammas) std::fill_n(init.begin() + offset, channels, 1.0f);
+  std::vector<TensorInit> initial(uint64_t seed) const {
+    std::vector<TensorInit> init;
+    for (size_t l = 0; l < uniform.size(); ++l)
+      init.push_back({uniform[l].offset, uniform[l].count, TensorInit::Kind::uniform,
+                      1.0 / std::sqrt(double(uniform[l].fan_in)), derive_seed(seed, l, /*tag=*/0x636e6e)});
+    for (const auto& [offset, channels] : gammas) init.push_back({offset, channels, TensorInit::Kind::constant, 1.0, 0});
     return init;
   }
 };
@@ -158,7 +155,7 @@ ModelShape cnn_model_shape(const ModelSection& spec, const SampleShape& shape, c
   return s;
 }
 
-Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k)
+Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k, bool hold)
     : Model(k), shape_(shape), workspace_(k), x_staging_(k), labels_staging_(k) {
   const CnnArch a = cnn_arch(spec, shape, k);
   describe_ = describe_cnn(spec, shape, a.params.count);
@@ -171,8 +168,8 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
       blocks_.push_back(make_plain_unit(a.blocks[i], u.conv1, u.norm1, i == 0, workspace_, scratch_, k));
   }
   blocks_.push_back(make_cnn_head(a.blocks.back(), a.head_channels, a.head_spatial, shape.classes, a.head_w, scratch_, k));
-  check_fits(a.params.count, "the CNN");
-  set_parameters(a.params.initial(seed));
+  if (hold) check_fits(a.params.count, "the CNN");
+  set_parameters(a.params.count, a.params.initial(seed), hold);
   workspace_.grow(size_t(a.params.max_workspace));
 }
 

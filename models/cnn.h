@@ -27,7 +27,9 @@ class Cnn final : public Model {
   // then beta (C); the classifier's w (classes, C) then b (classes). Conv and linear weights and biases
   // ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (PyTorch's default), gamma = 1, beta = 0.
   // Throws JobError when `shape` is not image data or the options are invalid.
-  Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k = cpu_kernels());
+  // `hold`: allocate the parameters (model.h, make_model).
+  Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k = cpu_kernels(),
+      bool hold = true);
 
   std::string type() const override { return "cnn"; }
   StepStats forward_backward(const Batch& b, float loss_scale) override;

@@ -17,11 +17,6 @@ namespace {
 
 constexpr uint64_t kInitTag = 0x677074;  // "gpt"
 
-void fill_normal(float* p, int64_t count, double std, uint64_t seed) {
-  Rng rng(seed);
-  for (int64_t i = 0; i < count; ++i) p[i] = float(rng.normal() * std);
-}
-
 void check_options(const ModelSection& spec, const SampleShape& shape) {
   if (!shape.is_text())
     throw JobError("[model] type",
@@ -76,25 +71,26 @@ GptParams lay_out(const GptDims& d, int64_t layers, bool tied) {
 
 // GPT-2's initialisation, one independent stream per tensor: weights ~ N(0, 0.02), residual projections
 // ~ N(0, 0.02 / sqrt(2 layers)), biases 0, LayerNorm gamma 1 and beta 0.
-std::vector<float> initial(const GptParams& p, const GptDims& d, bool tied, uint64_t seed) {
-  std::vector<float> init(size_t(p.count), 0.0f);
+std::vector<TensorInit> initial(const GptParams& p, const GptDims& d, bool tied, uint64_t seed) {
+  std::vector<TensorInit> init;
   uint64_t tensor = 0;
   auto normal = [&](int64_t at, int64_t count, double std) {
-    fill_normal(init.data() + at, count, std, derive_seed(seed, tensor++, kInitTag));
+    init.push_back({at, count, TensorInit::Kind::normal, std, derive_seed(seed, tensor++, kInitTag)});
   };
+  auto ones = [&](int64_t at, int64_t count) { init.push_back({at, count, TensorInit::Kind::constant, 1.0, 0}); };
   const int64_t C = d.c;
   const double w_std = 0.02, res_std = 0.02 / std::sqrt(2.0 * double(p.layers.size()));
   normal(p.wte, d.v * C, w_std);
   normal(p.wpe, d.positions * C, w_std);
   for (const GptLayerLayout& bk : p.layers) {
-    std::fill_n(init.data() + bk.ln1_g, C, 1.0f);
+    ones(bk.ln1_g, C);
     normal(bk.qkv_w, 3 * C * C, w_std);
     normal(bk.proj_w, C * C, res_std);
-    std::fill_n(init.data() + bk.ln2_g, C, 1.0f);
+    ones(bk.ln2_g, C);
     normal(bk.fc_w, 4 * C * C, w_std);
     normal(bk.fcp_w, 4 * C * C, res_std);
   }
-  std::fill_n(init.data() + p.lnf_g, C, 1.0f);
+  ones(p.lnf_g, C);
   if (!tied) normal(p.head_w, d.v * C, w_std);
   return init;
 }
@@ -135,7 +131,7 @@ ModelShape GptArch::shape() const {
   return s;
 }
 
-Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k)
+Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k, bool hold)
     : Model(k), tokens_staging_(k), targets_staging_(k) {
   const GptArch a = gpt_arch(spec, shape, k);
   const GptDims& dims = a.dims;
@@ -144,8 +140,8 @@ Gpt::Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
   t_ = dims.t;
   describe_ = describe_gpt(a);
   fixed_floats_ = a.shape().fixed_floats;
-  check_fits(p.count, "the GPT");
-  set_parameters(initial(p, dims, a.tied, seed));
+  if (hold) check_fits(p.count, "the GPT");
+  set_parameters(p.count, initial(p, dims, a.tied, seed), hold);
 
   blocks_.push_back(make_gpt_embedding(a.blocks.front(), dims, p.wte, p.wpe, a.tied, k));
   for (size_t l = 0; l < p.layers.size(); ++l) blocks_.push_back(make_gpt_layer(a.blocks[l + 1], dims, p.layers[l], scratch_, k));

@@ -40,7 +40,9 @@ class Gpt final : public Model {
   // Vocabulary V = shape.classes, sequence length T = shape.context (at most spec.context, the position
   // table size). Weights ~ N(0, 0.02), residual projections ~ N(0, 0.02 / sqrt(2 layers)), biases 0,
   // LayerNorm gamma 1 and beta 0 (GPT-2's initialisation), drawn from `seed` tensor by tensor.
-  Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k = cpu_kernels());
+  // `hold`: allocate the parameters (model.h, make_model).
+  Gpt(const ModelSection& spec, const SampleShape& shape, uint64_t seed, const Kernels& k = cpu_kernels(),
+      bool hold = true);
 
   std::string type() const override { return "gpt"; }
   StepStats forward_backward(const Batch& b, float loss_scale) override;

@@ -35,21 +35,20 @@ ModelShape mlp_model_shape(const std::vector<int64_t>& hidden, int64_t features,
   return s;
 }
 
-Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed, const Kernels& k)
+Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed, const Kernels& k,
+         bool hold)
     : Model(k), x_staging_(k), labels_staging_(k) {
   dense_ = layout_of(hidden, features, classes);
   const int64_t count = dense_.back().end();
-  check_fits(count, "the MLP");
+  if (hold) check_fits(count, "the MLP");
   blocks_ = make_mlp_blocks(dense_, mlp_block_shapes(dense_), scratch_, k);
-  std::vector<float> init(size_t(count), 0.0f);
+  std::vector<TensorInit> init;  // each layer's weights and bias, one stream
   for (size_t l = 0; l < dense_.size(); ++l) {
     const DenseLayout& d = dense_[l];
-    Rng rng(derive_seed(seed, l, /*tag=*/0x6d6c70));
-    const double bound = 1.0 / std::sqrt(double(d.in));
-    for (int64_t i = 0; i < d.end() - d.w_offset; ++i)
-      init[size_t(d.w_offset + i)] = float((2.0 * rng.uniform() - 1.0) * bound);
+    init.push_back({d.w_offset, d.end() - d.w_offset, TensorInit::Kind::uniform, 1.0 / std::sqrt(double(d.in)),
+                    derive_seed(seed, l, /*tag=*/0x6d6c70)});
   }
-  set_parameters(init);
+  set_parameters(count, std::move(init), hold);
 }
 
 StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {

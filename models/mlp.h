@@ -18,8 +18,9 @@ class Mlp final : public Model {
  public:
   // widths: features, hidden..., classes. Weights and biases ~ U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's
   // default for nn.Linear), drawn from `seed` layer by layer.
+  // `hold`: allocate the parameters (model.h, make_model).
   Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, uint64_t seed,
-      const Kernels& k = cpu_kernels());
+      const Kernels& k = cpu_kernels(), bool hold = true);
 
   std::string type() const override { return "mlp"; }
   StepStats forward_backward(const Batch& b, float loss_scale) override;

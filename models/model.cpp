@@ -21,7 +21,7 @@ ModelShape Model::shape() const {
   s.type = type();
   s.describe = describe();
   for (const auto& b : blocks_) s.blocks.push_back(b->shape());
-  s.parameters = int64_t(params_.size());
+  s.parameters = parameter_count_;
   s.fixed_floats = fixed_floats_;
   s.targets_per_sample = targets_per_sample();
   s.evaluation_chunk = evaluation_chunk();
@@ -91,11 +91,22 @@ void Model::check_fits(int64_t count, const std::string& what) const {
                  fmt::format("make the model smaller: at most about {} parameters fit", available / kBytesPerParameter));
 }
 
-void Model::set_parameters(const std::vector<float>& initial) {
-  params_ = Buffer<float>(k_, initial.size());
-  grads_ = Buffer<float>(k_, initial.size());
-  params_.upload(initial);
+void Model::set_parameters(int64_t count, std::vector<TensorInit> init, bool hold) {
+  parameter_count_ = count;
+  init_ = std::move(init);
+  if (!hold) return;
+  const MemoryUse use("the model's parameters and gradients");
+  params_ = Buffer<float>(k_, size_t(count));
+  grads_ = Buffer<float>(k_, size_t(count));
+  params_.upload(initial_params(0, count));
   grads_.zero();
+}
+
+std::vector<float> Model::initial_params(int64_t begin, int64_t end) const {
+  DP_CHECK(0 <= begin && begin <= end && end <= parameter_count_, "a range of the model's parameters");
+  std::vector<float> out(size_t(end - begin));
+  fill_initial(init_, begin, out);
+  return out;
 }
 
 void Model::params_from_host(std::span<const float> host) {
@@ -119,12 +130,12 @@ double Model::flops_per_sample() const {
 }
 
 std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed,
-                                  const Kernels& k) {
+                                  const Kernels& k, bool hold) {
   check_model_reads(spec, shape);
   switch (spec.type) {
-    case ModelType::mlp: return std::make_unique<Mlp>(spec.hidden, shape.features, shape.classes, seed, k);
-    case ModelType::cnn: return std::make_unique<Cnn>(spec, shape, seed, k);
-    case ModelType::gpt: return std::make_unique<Gpt>(spec, shape, seed, k);
+    case ModelType::mlp: return std::make_unique<Mlp>(spec.hidden, shape.features, shape.classes, seed, k, hold);
+    case ModelType::cnn: return std::make_unique<Cnn>(spec, shape, seed, k, hold);
+    case ModelType::gpt: return std::make_unique<Gpt>(spec, shape, seed, k, hold);
   }
   throw std::logic_error("make_model: a ModelType without a case");
 }

@@ -21,6 +21,7 @@
 #include "models/block.h"
 #include "models/buffer.h"
 #include "models/model_shape.h"
+#include "models/param_init.h"
 
 namespace dp {
 
@@ -46,6 +47,16 @@ class Model {
   std::vector<float> params_to_host() const { return params_.to_host(); }
   std::vector<float> grads_to_host() const { return grads_.to_host(); }
   void params_from_host(std::span<const float> host);
+  // Whether it holds its parameters and gradients (a model built to run as pipeline stages does not: each
+  // stage holds its own blocks', models/stage.h). One that does not still describes, sizes and
+  // fingerprints itself, and its blocks run on a stage's parameters; forward_backward and evaluate need them.
+  bool holds_parameters() const { return params_.size() > 0 || parameter_count_ == 0; }
+  int64_t parameter_count() const { return parameter_count_; }
+  // The initial values of parameters [begin, end), the same as the whole model's there (param_init.h).
+  std::vector<float> initial_params(int64_t begin, int64_t end) const;
+  // Frees the blocks' shared working memory (it grows again as they run): after timing them at another
+  // micro-batch size, so what a stage then allocates is counted under its meter at its own size.
+  void release_working_memory() { scratch_.release(); }
 
   // Called during forward_backward whenever the gradients of [offset, parameter count) have become final
   // (backward runs from the last layer to the first, and parameters are laid out in forward order), with
@@ -102,8 +113,9 @@ class Model {
   // block, gradients overwritten, the hooks honoured. What forward_backward and evaluate do.
   StepStats run_blocks(const float* x, const int32_t* tokens, const int32_t* targets, int64_t n, float loss_scale,
                        bool backward);
-  // Allocates the parameter and gradient buffers (gradients zero) and fills the parameters from `initial`.
-  void set_parameters(const std::vector<float>& initial);
+  // The parameters' initialisation, tensor by tensor, over `count` parameters; with `hold` the parameter
+  // and gradient buffers allocated (gradients zero) and the parameters initialised.
+  void set_parameters(int64_t count, std::vector<TensorInit> init, bool hold);
   // Before a model of `count` parameters allocates them: refuses (JobError naming what fits) one whose
   // parameters, gradients and optimizer state cannot fit in the host memory available. `what`: the model.
   void check_fits(int64_t count, const std::string& what) const;
@@ -122,6 +134,8 @@ class Model {
   std::vector<std::unique_ptr<Block>> blocks_;
   int64_t hook_slice_ = 0;
   int64_t fixed_floats_ = 0;  // the buffers it holds besides parameters and gradients (ModelShape)
+  int64_t parameter_count_ = 0;
+  std::vector<TensorInit> init_;
   Buffer<float> params_;
   Buffer<float> grads_;
   std::vector<Buffer<float>> block_outs_;  // run_blocks: each block's output
@@ -133,9 +147,10 @@ class Model {
 };
 
 // Builds the model [model] describes for samples of `shape`, running on the kernels `k`; parameters are
-// initialised deterministically from `seed` (the same on every rank and every backend). Throws JobError
-// when the model does not fit the data or its options do not fit together.
+// initialised deterministically from `seed` (the same on every rank and every backend), and held unless
+// `hold_parameters` is false (pipeline ranks: their stages hold theirs). Throws JobError when the model does
+// not fit the data or its options do not fit together.
 std::unique_ptr<Model> make_model(const ModelSection& spec, const SampleShape& shape, uint64_t seed,
-                                  const Kernels& k = cpu_kernels());
+                                  const Kernels& k = cpu_kernels(), bool hold_parameters = true);
 
 }  // namespace dp

@@ -32,10 +32,17 @@ Stage::Stage(Model& model, int first, int last, int slots, std::vector<bool> rec
                                  b, s.name),
                      "set [model] tied_head = false to split them, or keep them in one stage");
   }
-  const std::vector<float> all = model.params_to_host();
+  const MemoryUse use("the stage's parameters and gradients");
   params_.grow(size_t(end_ - begin_));
   grads_.grow(size_t(end_ - begin_));
-  params_.upload(std::span<const float>(all).subspan(size_t(begin_), size_t(end_ - begin_)));
+  // The model's values where it holds them (and no host copy of more than the stage's), else the initial ones.
+  if (model.params().empty()) {
+    params_.upload(model.initial_params(begin_, end_));
+  } else {
+    std::vector<float> mine(size_t(end_ - begin_));
+    model.kernels().download(mine.data(), model.params().data() + begin_, mine.size() * sizeof(float));
+    params_.upload(mine);
+  }
   grads_.zero();
   for (int i = 0; i < slots; ++i) slots_.push_back({Buffer<float>(k_), Buffer<float>(k_), Buffer<float>(k_)});
 }
@@ -62,12 +69,14 @@ int64_t Stage::slot_bytes(int64_t n) const {
 
 float* Stage::input(int slot, int64_t n) {
   Slot& s = slots_[size_t(slot)];
+  const MemoryUse use("activations (a micro-batch's input)");
   s.input.grow(size_t(n * in_floats()));
   return s.input.data();
 }
 
 void Stage::upload_input(int slot, std::span<const float> host) {
   Slot& s = slots_[size_t(slot)];
+  const MemoryUse use("activations (a micro-batch's input)");
   s.input.grow(host.size());
   s.input.upload(host);
 }
@@ -78,6 +87,7 @@ BlockData Stage::data(Slot& s, int i) {
   float* saved = nullptr;
   if (shape.saved_floats > 0) {
     if (recompute_[size_t(i)]) {
+      const MemoryUse use("recomputed activations");
       rebuilt_.grow(size_t(s.n * shape.saved_floats));
       saved = rebuilt_.data();
     } else {
@@ -95,6 +105,7 @@ StepStats Stage::forward(int slot, const int32_t* tokens, const int32_t* targets
   s.tokens = tokens;
   s.targets = targets;
   s.loss_scale = loss_scale;
+  const MemoryUse use("activations");
   s.outputs.grow(size_t(output_offset(len, n)));
   s.saved.grow(size_t(saved_offset(len, n)));
   StepStats stats;
@@ -124,6 +135,7 @@ void Stage::backward(int slot, const float* dy, float* dx, bool accumulate, cons
     float* dx_i = dx;
     if (i > 0) {
       Buffer<float>& buf = i % 2 == 0 ? dbuf_a_ : dbuf_b_;  // the largest inner gradient, both alike
+      const MemoryUse use("activation gradients");
       buf.grow(size_t(s.n * inner_floats_));
       dx_i = buf.data();
     }

@@ -17,7 +17,8 @@ namespace dp {
 class Stage {
  public:
   // Blocks [first, last] of `model` (which must outlive the stage; its blocks run here), parameters copied
-  // from the model's, `slots` micro-batches in flight at once, `recompute[i]` for block first + i.
+  // from the model's (or its initial values, when the model holds none), `slots` micro-batches in flight at
+  // once, `recompute[i]` for block first + i.
   Stage(Model& model, int first, int last, int slots, std::vector<bool> recompute = {});
 
   const Kernels& kernels() const { return k_; }

@@ -26,6 +26,19 @@ SlowdownEmulator::SlowdownEmulator(const Job& job, int rank)
   described_ = std::max(1.0, fastest / speeds[size_t(rank)]);
 }
 
+EmulatedMemory emulated_memory(const Job& job, int rank) {
+  const std::vector<double>& given = job.cluster.emulate.memory_gb;
+  if (!given.empty()) {
+    const double gb = given.size() == 1 ? given.front() : size_t(rank) < given.size() ? given[size_t(rank)] : 0;
+    return {int64_t(gb * 1e9), "[cluster.emulate] memory_gb"};
+  }
+  if (!job.cluster.emulate.as_described) return {};
+  const Cluster c = cluster_from_job(job);
+  if (rank >= c.size() || !(c.rank(rank).memory_gb > 0)) return {};
+  return {int64_t(c.rank(rank).memory_gb * 1e9),
+          job.cluster.memory_gb.empty() ? "[cluster] kind_memory_gb" : "[cluster] memory_gb"};
+}
+
 bool SlowdownEmulator::active() const {
   const bool persistent = size_t(rank_) < spec_.slowdown.size() && spec_.slowdown[size_t(rank_)] > 1.0;
   const bool window = spec_.fluctuate_rank >= 0 && spec_.fluctuate_factor > 1.0 &&

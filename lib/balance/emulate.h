@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "lib/job/job.h"
 
@@ -53,5 +54,13 @@ class SlowdownEmulator {
   int64_t walk_step_ = -1;
   double walk_log_ = 0;  // the random walk's log factor at walk_step_
 };
+
+// Emulated device memory ([cluster.emulate] memory_gb, or with as_described [cluster]'s memory) of
+// `rank`: its bytes (0: no limit) and the key that sets it, for the memory meter's capacity.
+struct EmulatedMemory {
+  int64_t bytes = 0;
+  std::string key;
+};
+EmulatedMemory emulated_memory(const Job& job, int rank);
 
 }  // namespace dp

@@ -1,6 +1,8 @@
 // MemoryMeter (memory_meter.h): atomic counters, a process-wide meter and a per-thread current one.
 #include "lib/core/memory_meter.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -10,14 +12,52 @@
 namespace dp {
 namespace {
 thread_local std::shared_ptr<MemoryMeter> current_meter;
+thread_local const char* current_use = nullptr;
 }  // namespace
 
 void MemoryMeter::add(int64_t bytes) {
   const int64_t now = live_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  const int64_t capacity = capacity_.load(std::memory_order_relaxed);
+  if (capacity > 0 && now > capacity && bytes > 0) {
+    live_.fetch_sub(bytes, std::memory_order_relaxed);
+    refuse(bytes, now - bytes);
+  }
   int64_t peak = peak_.load(std::memory_order_relaxed);
   while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
 }
+
+void MemoryMeter::set_capacity(int64_t bytes, std::string where) {
+  const std::lock_guard lock(text_mutex_);
+  capacity_.store(std::max<int64_t>(0, bytes), std::memory_order_relaxed);
+  capacity_where_ = std::move(where);
+}
+
+void MemoryMeter::set_role(std::string role) {
+  const std::lock_guard lock(text_mutex_);
+  role_ = std::move(role);
+}
+
+void MemoryMeter::refuse(int64_t bytes, int64_t live) const {
+  const int64_t capacity = capacity_.load(std::memory_order_relaxed);
+  std::string where, role;
+  {
+    const std::lock_guard lock(text_mutex_);
+    where = capacity_where_;
+    role = role_;
+  }
+  auto mb = [](int64_t b) { return fmt::format("{:.1f} MB", double(b) / 1e6); };
+  throw OutOfMemory(where,
+                    fmt::format("{}out of memory allocating {} for {}: {} free of its {} ({} in use)",
+                                role.empty() ? "" : role + ": ", mb(bytes), MemoryUse::current(),
+                                mb(std::max<int64_t>(0, capacity - live)), mb(capacity), mb(live)),
+                    "give the rank more memory, or hold less: recompute activations, smaller micro-batches, "
+                    "more pipeline stages (dptrain estimate --fit and dptrain plan say what fits)");
+}
+
+MemoryUse::MemoryUse(const char* what) : previous_(std::exchange(current_use, what)) {}
+MemoryUse::~MemoryUse() { current_use = previous_; }
+const char* MemoryUse::current() { return current_use ? current_use : "buffers"; }
 
 MemoryMeter& MemoryMeter::process() {
   static MemoryMeter meter;

@@ -152,8 +152,12 @@ struct EmulateSection {
                                  // random walk, factors kept >= 1); 0: off
   double link_gbps = 0.0;        // every rank's network link, in Gbit/s each way (lib/comm/emulated_links.h):
   double link_latency_us = 0.0;  //   transfers take at least bytes / bandwidth + latency; 0, 0: off
+  // Device memory per rank in GB (1e9 bytes): one value for every rank, or one per rank; every buffer
+  // the rank's memory meter counts is held to it (an allocation past it fails as a GPU's would). Empty:
+  // none (with as_described: [cluster]'s memory where it gives one)
+  std::vector<double> memory_gb;
   // true: emulate the cluster described in [cluster]: every rank slowed to its speed relative to the
-  // fastest (on top of slowdown), every pair of ranks linked as [cluster.links] says
+  // fastest (on top of slowdown), held to its memory, every pair of ranks linked as [cluster.links] says
   bool as_described = false;
 };
 

@@ -254,6 +254,7 @@ const std::vector<KeySpec>& schema() {
        DP_RULE(non_negative(j.cluster.emulate.link_gbps))},
       {"cluster.emulate", "link_latency_us", DP_FIELD(cluster.emulate.link_latency_us),
        DP_RULE(non_negative(j.cluster.emulate.link_latency_us))},
+      {"cluster.emulate", "memory_gb", DP_FIELD(cluster.emulate.memory_gb), check_emulated_memory},
       {"cluster.emulate", "as_described", DP_FIELD(cluster.emulate.as_described), nullptr},
 
       {"launch", "ranks", DP_FIELD(launch.ranks), DP_RULE(rank_count(j.launch.ranks))},

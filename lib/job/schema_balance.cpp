@@ -51,6 +51,17 @@ Check check_slowdown(const Job& j) {
   return one_per_rank(v, j, "cluster.emulate.slowdown", "factor");
 }
 
+// One capacity for every rank, or one per rank.
+Check check_emulated_memory(const Job& j) {
+  const auto& v = j.cluster.emulate.memory_gb;
+  if (auto p = each(v, positive)) {
+    p->hint = "a rank's device memory in GB, e.g. 0.05 for 50 MB; leave the key out for no limit";
+    return p;
+  }
+  if (v.size() == 1) return std::nullopt;
+  return one_per_rank(v, j, "cluster.emulate.memory_gb", "capacity");
+}
+
 Check check_fluctuate_rank(const Job& j) {
   const int64_t r = j.cluster.emulate.fluctuate_rank, ranks = j.launch.ranks;
   if (auto p = at_least(r, -1)) {

@@ -102,6 +102,7 @@ Check warn_rack_below_cross(const Job& j);
 Check check_balance_speeds(const Job& j);
 Check check_max_share(const Job& j);
 Check check_slowdown(const Job& j);
+Check check_emulated_memory(const Job& j);
 Check check_fluctuate_rank(const Job& j);
 Check check_fluctuate_to(const Job& j);
 

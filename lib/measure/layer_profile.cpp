@@ -1,5 +1,6 @@
 // measure_block_profile (layer_profile.h): the model's blocks run one after another as in a one-stage
-// pipeline, each forward and backward timed on its own (the device synchronised around it), at the
+// pipeline, one block's memory at a time, each forward and backward timed on its own (the device
+// synchronised around it), at the
 // micro-batch asked for and at an eighth of it, whose line gives each time's fixed part; and the job's
 // optimizer updating each block's parameters.
 #include "lib/measure/layer_profile.h"
@@ -28,96 +29,90 @@ double median(std::vector<double> v) {
 
 struct BlockTimes {
   std::vector<double> forward_ms, backward_ms;  // per block, the median of `steps`
+  std::vector<double> update_ms;                // per block (when asked for), the median of `steps`
 };
 
-// Each block's optimizer update of its parameters (the job's optimizer, its own state), the median of
-// `steps`.
-std::vector<double> time_updates(const Job& job, Model& model, int steps, int warmup) {
-  const Kernels& k = model.kernels();
-  std::vector<double> out;
-  for (int i = 0; i < model.block_count(); ++i) {
-    const BlockShape& s = model.block(i).shape();
-    if (s.param_count == 0) {
-      out.push_back(0);
-      continue;
-    }
-    const auto opt = make_optimizer(job.optim, s.param_count, k);
-    std::vector<double> ms;
-    for (int it = 0; it < warmup + steps; ++it) {
-      k.synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      opt->update_range(model.params().data() + s.param_offset, model.grads().data() + s.param_offset, 0,
-                        s.param_count, 0.0, opt->begin_step());  // lr 0: the parameters stay as they are
-      k.synchronize();
-      if (it >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    out.push_back(median(ms));
+// The parameters a block reads: its own, and the ones it shares (a tied LM head reads the embedding's),
+// as one window of the flat parameters.
+std::pair<int64_t, int64_t> window_of(const BlockShape& s) {
+  int64_t begin = s.param_offset, end = s.param_offset + s.param_count;
+  if (s.shared_count > 0) {
+    begin = std::min(begin, s.shared_offset);
+    end = std::max(end, s.shared_offset + s.shared_count);
   }
-  return out;
+  return {begin, end};
 }
 
-// The model's blocks run one after another on the first n samples of `data` (as a one-stage pipeline),
-// each forward and backward timed on its own, the device synchronised around it.
-BlockTimes time_blocks(Model& model, const Dataset& data, int64_t n, int steps, int warmup) {
+// The model's blocks one at a time on the first n samples of `data` (as a one-stage pipeline): each
+// block's parameters (initial values), gradients and activations allocated for it alone and freed after
+// it, so the profile never holds more than one block of a model that may not fit whole. Each forward
+// and backward timed on its own, the device synchronised around it; a block's backward gets its own
+// output as the gradient from above (the head its loss's). With `updates`, also the job's optimizer
+// updating the block's parameters (its own state; lr 0, the parameters stay).
+BlockTimes time_blocks(const Job& job, Model& model, const Dataset& data, int64_t n, int steps, int warmup,
+                       bool updates) {
   const Kernels& k = model.kernels();
   const SampleShape shape = data.shape();
   const bool text = shape.is_text();
-  const int count = model.block_count();
   std::vector<uint32_t> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), 0u);
   BatchBuffer host;
   const Batch b = gather_batch(data, idx, host);
   const int64_t per_target = text ? shape.context : 1;
-  Buffer<float> x(k, size_t(text ? 0 : n * shape.features));
+  Buffer<float> in(k, size_t(text ? 0 : n * shape.features)), out(k), saved(k), dx(k);
   Buffer<int32_t> tokens(k, size_t(text ? n * shape.context : 0)), targets(k, size_t(n * per_target));
-  if (!text) x.upload(std::span<const float>(b.x, size_t(n * shape.features)));
+  if (!text) in.upload(std::span<const float>(b.x, size_t(n * shape.features)));
   else tokens.upload(std::span<const int32_t>(b.tokens, size_t(n * shape.context)));
   targets.upload(std::span<const int32_t>(b.targets, size_t(n * per_target)));
 
-  std::vector<Buffer<float>> outs, saved;
-  for (int i = 0; i < count; ++i) {
-    const BlockShape& s = model.block(i).shape();
-    outs.emplace_back(k, size_t(n * s.out_floats));
-    saved.emplace_back(k, size_t(n * s.saved_floats));
-  }
-  Buffer<float> dx_a(k), dx_b(k);
-  const ParamWindow w{model.params().data(), model.grads().data(), 0};
-  const BlockHooks none;
-  auto data_of = [&](int i) {
-    return BlockData{n, i == 0 ? x.data() : outs[size_t(i) - 1].data(), tokens.data(), targets.data(),
-                     outs[size_t(i)].data(), model.block(i).shape().saved_floats ? saved[size_t(i)].data() : nullptr};
-  };
   using clock = std::chrono::steady_clock;
-  auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
-  std::vector<std::vector<double>> fwd(static_cast<size_t>(count)), bwd(static_cast<size_t>(count));
-  for (int it = 0; it < warmup + steps; ++it) {
-    for (int i = 0; i < count; ++i) {
-      k.synchronize();
-      const auto t0 = clock::now();
-      model.block(i).forward(w, data_of(i), 1.0f / float(n * per_target), none);
-      k.synchronize();
-      if (it >= warmup) fwd[size_t(i)].push_back(ms_since(t0));
-    }
-    const float* dy = nullptr;
-    for (int i = count; i-- > 0;) {
-      float* dx = nullptr;
-      if (i > 0) {
-        Buffer<float>& buf = i % 2 == 0 ? dx_a : dx_b;
-        buf.grow(size_t(n * model.block(i).shape().in_floats));
-        dx = buf.data();
-      }
-      k.synchronize();
-      const auto t0 = clock::now();
-      model.block(i).backward(w, data_of(i), dy, dx, false, none);
-      k.synchronize();
-      if (it >= warmup) bwd[size_t(i)].push_back(ms_since(t0));
-      dy = dx;
-    }
-  }
+  auto timed = [&k](auto&& work) {
+    k.synchronize();
+    const auto t0 = clock::now();
+    work();
+    k.synchronize();
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  const BlockHooks none;
   BlockTimes t;
-  for (int i = 0; i < count; ++i) {
-    t.forward_ms.push_back(median(fwd[size_t(i)]));
-    t.backward_ms.push_back(median(bwd[size_t(i)]));
+  for (int i = 0; i < model.block_count(); ++i) {
+    Block& block = model.block(i);
+    const BlockShape& s = block.shape();
+    const auto [begin, end] = window_of(s);
+    Buffer<float> params(k, size_t(end - begin)), grads(k, size_t(end - begin));
+    params.upload(model.initial_params(begin, end));
+    grads.zero();
+    const ParamWindow w{params.data(), grads.data(), begin};
+    out.grow(size_t(n * s.out_floats));
+    saved.grow(size_t(n * s.saved_floats));
+    if (i > 0) dx.grow(size_t(n * s.in_floats));
+    const BlockData d{n, in.data(), tokens.data(), targets.data(), out.data(), s.saved_floats ? saved.data() : nullptr};
+    const bool head = i + 1 == model.block_count();
+    std::vector<double> fwd, bwd, upd;
+    for (int it = 0; it < warmup + steps; ++it) {
+      const double f = timed([&] { block.forward(w, d, 1.0f / float(n * per_target), none); });
+      const double g = timed([&] { block.backward(w, d, head ? nullptr : out.data(), i > 0 ? dx.data() : nullptr,
+                                                  false, none); });
+      if (it >= warmup) fwd.push_back(f), bwd.push_back(g);
+    }
+    t.forward_ms.push_back(median(fwd));
+    t.backward_ms.push_back(median(bwd));
+    if (updates) {
+      double update = 0;
+      if (s.param_count > 0) {
+        const auto opt = make_optimizer(job.optim, s.param_count, k);
+        for (int it = 0; it < warmup + steps; ++it) {
+          const double u = timed([&] {
+            opt->update_range(params.data() + (s.param_offset - begin), grads.data() + (s.param_offset - begin), 0,
+                              s.param_count, 0.0, opt->begin_step());
+          });
+          if (it >= warmup) upd.push_back(u);
+        }
+        update = median(upd);
+      }
+      t.update_ms.push_back(update);
+    }
+    std::swap(in, out);  // its output is the next block's input
   }
   return t;
 }
@@ -132,29 +127,35 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
   const Kernels& k = cuda ? *cuda_kernel_table() : cpu_kernels();
   cpu::set_compute_threads(job.train.threads > 0 ? int(job.train.threads) : 1);
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
-  auto model = make_model(job.model, data.train.shape(), job.job.seed, k);
-  const int count = model->block_count();
+  auto model = make_model(job.model, data.train.shape(), job.job.seed, k, /*hold_parameters=*/false);
+  return profile_blocks(job, *model, data.train, micro_batch, steps, warmup);
+}
+
+pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Dataset& data, int64_t micro_batch,
+                                      int steps, int warmup) {
+  const int count = model.block_count();
   if (count == 0)
     throw JobError("[model] type", fmt::format("model '{}' does not run as blocks", name_of(job.model.type)),
                    "use mlp, cnn or gpt");
-  const SampleShape shape = data.train.shape();
+  const SampleShape shape = data.shape();
   const bool text = shape.is_text();
-  const int64_t n = std::min<int64_t>(micro_batch, data.train.count);
+  const int64_t n = std::min<int64_t>(micro_batch, data.count);
   // Each block's time at n samples, and at a few: what a micro-batch pays whatever its size is the
   // line through the two, at 0 samples.
-  const BlockTimes full = time_blocks(*model, data.train, n, steps, warmup);
+  const BlockTimes full = time_blocks(job, model, data, n, steps, warmup, /*updates=*/true);
   const int64_t few = std::max<int64_t>(1, n / 8);
-  const BlockTimes small = few < n ? time_blocks(*model, data.train, few, steps, warmup) : full;
-  const std::vector<double> updates = time_updates(job, *model, steps, warmup);
+  const BlockTimes small = few < n ? time_blocks(job, model, data, few, steps, warmup, false) : full;
+  const std::vector<double>& updates = full.update_ms;
+  const bool cuda = !model.kernels().host_memory;
   auto fixed_part = [&](double t_n, double t_few) {
     if (few >= n) return 0.0;
     const double per_sample = (t_n - t_few) / double(n - few);
     return std::clamp(t_few - per_sample * double(few), 0.0, t_n);
   };
   std::vector<BlockShape> shapes;
-  for (int i = 0; i < count; ++i) shapes.push_back(model->block(i).shape());
+  for (int i = 0; i < count; ++i) shapes.push_back(model.block(i).shape());
   pipeline::BlockProfile p = block_sizes(shapes, 4.0 * double(text ? shape.context : shape.features), n);
-  p.model = model->describe();
+  p.model = model.describe();
   p.device = cuda ? "cuda" : "cpu";
   for (int i = 0; i < count; ++i) {
     pipeline::BlockRow& row = p.blocks[size_t(i)];

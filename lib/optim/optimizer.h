@@ -22,7 +22,7 @@ class Optimizer {
   // elements: all parameters, or only the shards this rank updates (MRA's sharded update). State is slot
   // major: slot s of element i at state()[s * state_count + i].
   Optimizer(const Kernels& k, int slots, int64_t state_count)
-      : k_(k), state_(k, size_t(slots) * size_t(state_count)), slots_(slots), state_count_(state_count) {
+      : k_(k), state_(allocate_state(k, slots, state_count)), slots_(slots), state_count_(state_count) {
     state_.zero();
   }
   virtual ~Optimizer() = default;
@@ -50,6 +50,11 @@ class Optimizer {
   void set_steps_taken(int64_t s) { steps_ = s; }
 
  protected:
+  static Buffer<float> allocate_state(const Kernels& k, int slots, int64_t state_count) {
+    const MemoryUse use("optimizer state");
+    return Buffer<float>(k, size_t(slots) * size_t(state_count));
+  }
+
   const Kernels& k_;
   Buffer<float> state_;
   int slots_;

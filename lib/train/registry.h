@@ -26,6 +26,9 @@ struct StrategyEntry {
   // Throws InputError subclasses. Null: nothing beyond the job's own checks.
   void (*check_job)(const Job& job, const Model& model) = nullptr;
   std::unique_ptr<Strategy> (*make)(StrategyInputs in) = nullptr;  // every rank, collectively
+  // Whether the model it is given holds the whole model's parameters (false: it is built without them,
+  // Model::holds_parameters, and the strategy holds the parts it trains).
+  bool whole_model = true;
 };
 
 // Every strategy, in the order the documentation lists them.

@@ -140,8 +140,8 @@ void RunLoop::note_stopped() {
 
 void RunLoop::pause_after(int64_t step) {
   const bool last = step == s_.total_steps;
+  if (step % eval_every_ == 0 || last) evaluate_at(step, (step - 1) / s_.steps_per_epoch);  // collective
   if (comm_.rank() == 0 && (step % eval_every_ == 0 || last)) {
-    evaluate_at(step, (step - 1) / s_.steps_per_epoch);
     metrics_->write(*last_eval_);
     const EvalLine& e = *last_eval_;
     progress_->note(s_.data.train.context > 0
@@ -159,9 +159,13 @@ void RunLoop::pause_after(int64_t step) {
   comm_.barrier();  // everyone lines up again after the pause
 }
 
-// Rank 0: the held-out split evaluated on the run's model after `step`.
+// Collective: the held-out split evaluated on the run's parameters after `step` (the line on rank 0).
 void RunLoop::evaluate_at(int64_t step, int64_t epoch) {
-  last_eval_ = train_detail::evaluate(strategy_->model_to_evaluate(), s_.data.test, step, epoch);
+  const TraceScope traced("evaluate", {"step", step});
+  const StepStats t = strategy_->evaluate(s_.data.test);
+  evaluated_step_ = step;
+  if (comm_.rank() != 0) return;
+  last_eval_ = EvalLine{step, epoch, t.loss_sum / double(t.count), double(t.correct) / double(t.count)};
   last_eval_->train_seconds = train_seconds_;
 }
 
@@ -175,6 +179,9 @@ void RunLoop::write_trace(Tracer& tracer, Communicator& launched) {
 
 RunResult RunLoop::finish() {
   share_losses(comm_, result_.losses);
+  // The summary's test figures are of the last step (pause_after evaluates it; a run that ended
+  // elsewhere is evaluated here, by every rank, before the memory peaks are read).
+  if (!result_.stop_signal && evaluated_step_ != step_) evaluate_at(step_, step_ / s_.steps_per_epoch);
   // Every rank's peak memory (collective): its compute buffers, and its process's resident size.
   const Summary::RankMemory mine{double(MemoryMeter::process().peak()), peak_resident_bytes()};
   const std::vector<Summary::RankMemory> memory = comm_.size() > 1 ? comm_.allgather_value(mine)
@@ -186,7 +193,6 @@ RunResult RunLoop::finish() {
 }
 
 void RunLoop::write_summary(const std::vector<Summary::RankMemory>& memory) {
-  if (!last_eval_) evaluate_at(step_, step_ / s_.steps_per_epoch);
   metrics_->flush();
   const Dataset& train = s_.data.train;
   const int64_t tokens_per_sample = s_.model->targets_per_sample();
@@ -203,7 +209,7 @@ void RunLoop::write_summary(const std::vector<Summary::RankMemory>& memory) {
   sum.steps = step_;
   sum.resumed_from_step = result_.first_step - 1;
   sum.skipped_steps = skipped_steps_;
-  sum.parameters = int64_t(s_.model->params().size());
+  sum.parameters = s_.model->parameter_count();
   sum.model = s_.model->describe();
   sum.job_json = job_to_json(job_);
   sum.machines_json = machines_json_;

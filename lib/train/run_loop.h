@@ -62,7 +62,8 @@ class RunLoop {
   int64_t eval_every_ = 0, ckpt_every_ = 0;  // the pauses' cadence in steps ([train], [checkpoint])
   double train_seconds_ = 0, last_loss_ = 0;
   int64_t trained_samples_ = 0, skipped_steps_ = 0;
-  std::optional<EvalLine> last_eval_;
+  std::optional<EvalLine> last_eval_;  // rank 0
+  int64_t evaluated_step_ = -1;        // every rank: the step last evaluated
   std::string machines_json_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "lib/core/error.h"
 #include "lib/optim/optimizer.h"
+#include "lib/train/registry.h"
 
 namespace dp::train_detail {
 
@@ -16,13 +17,13 @@ namespace {
 // A checkpoint the job's model and optimizer can continue from; CheckpointError otherwise.
 void check_resumable(const Checkpoint& c, const std::string& path, const Job& job, const Model& model) {
   const auto optimizer = make_optimizer(job.optim, 0);  // its name and state slots
-  if (c.model_fingerprint != model.fingerprint() || c.params.size() != model.params().size())
+  if (c.model_fingerprint != model.fingerprint() || int64_t(c.params.size()) != model.parameter_count())
     throw CheckpointError(path, fmt::format("checkpoint was written by a different model ({} parameters; "
                                             "the job's model is {})", c.params.size(), model.describe()),
                           "resume with the job that wrote it, or start a new run with --out");
   // Strategy "cgp" keeps every group's state, one after another.
   if (c.optimizer != optimizer->name() ||
-      c.optimizer_state.size() != c.state_count() * size_t(optimizer->slots()) * model.params().size())
+      c.optimizer_state.size() != c.state_count() * size_t(optimizer->slots()) * size_t(model.parameter_count()))
     throw CheckpointError(path, fmt::format("checkpoint holds '{}' optimizer state; the job uses '{}'",
                                             c.optimizer, optimizer->name()),
                           "set [optim] name to the optimizer of the checkpointed run");
@@ -36,7 +37,9 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
   s.dir = run_dir_of(job, opts);
   check_run_dir(s.dir, opts.resume, opts.force);
   s.data = load_dataset(job.data, job.job.seed);
-  s.model = make_model(job.model, s.data.train.shape(), job.job.seed, kernels);
+  // A strategy that holds parts of the model (pipeline stages) gets it without parameters.
+  s.model = make_model(job.model, s.data.train.shape(), job.job.seed, kernels,
+                       strategy_entry(job.parallel.strategy).whole_model);
   s.steps_per_epoch = steps_per_epoch(s.data.train.count, job.train.global_batch);
   s.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * s.steps_per_epoch;
   if (opts.resume) {
@@ -82,8 +85,12 @@ void agree_on_resume(Communicator& comm, Setup& s, const Job& job) {
   }
 }
 
-// Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
-EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch) {
+}  // namespace dp::train_detail
+
+namespace dp {
+
+StepStats evaluate_on_rank0(const Communicator& comm, Model& model, const Dataset& held_out) {
+  if (comm.rank() != 0) return {};
   const int64_t chunk = evaluation_chunk(held_out);
   std::vector<uint32_t> idx;
   BatchBuffer buffer;
@@ -97,7 +104,7 @@ EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t e
     total.correct += s.correct;
     total.count += s.count;
   }
-  return {step, epoch, total.loss_sum / double(total.count), double(total.correct) / double(total.count)};
+  return total;
 }
 
-}  // namespace dp::train_detail
+}  // namespace dp

@@ -60,6 +60,9 @@ struct Reached {
   int stop_rank = -1;    // the lowest rank that received it
 };
 
+// Rank 0 (others return {} at once): `model` on the whole held-out split, in evaluation_chunk()s.
+StepStats evaluate_on_rank0(const Communicator& comm, Model& model, const Dataset& held_out);
+
 // After step `step`, from every rank's record of it (a `stop_signal` field each, 0: none): where the
 // strategy stops, the same on every rank.
 template <class Record>
@@ -79,10 +82,11 @@ class Strategy {
   // Trains the steps after `done` up to `until` (1-based, inclusive), or fewer when a rank has a pending
   // stop request: every rank's request travels with an exchange the strategy makes anyway, and all stop
   // after the same step. Collective: every rank returns after the step reached, with the parameters final
-  // (settled) and `model_to_evaluate()` up to date on rank 0.
+  // (settled).
   virtual Reached train_until(int64_t done, int64_t until, const StepSink& sink) = 0;
-  // Rank 0: the model whose parameters are the run's (evaluation, the final summary).
-  virtual Model& model_to_evaluate() = 0;
+  // Collective: the loss terms of the whole held-out split under the run's parameters, complete on rank 0
+  // (evaluate_on_rank0 where rank 0 holds the whole model; a pipeline runs it through its stages).
+  virtual StepStats evaluate(const Dataset& held_out) = 0;
   // Collective: the checkpoint of the run after step `step` (complete on rank 0).
   virtual Checkpoint checkpoint(int64_t step) = 0;
 };

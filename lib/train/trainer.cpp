@@ -2,14 +2,18 @@
 // inputs and the checkpoint to resume; then the loop (run_loop.h) and its result.
 #include "lib/train/trainer.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "kernels/cpu/ops.h"
 #include "kernels/kernel_table.h"
+#include "lib/balance/emulate.h"
 #include "lib/comm/collective_queue.h"
 #include "lib/core/backend.h"
+#include "lib/core/memory_meter.h"
 #include "lib/core/trace.h"
 #include "lib/measure/device.h"
 #include "lib/measure/job_links.h"
@@ -49,6 +53,10 @@ RunResult train(const Job& job, Communicator& launched, const RunOptions& opts) 
   std::unique_ptr<CollectiveQueue> gpu_queue;
   if (device.device.kind == DeviceKind::cuda && comm.size() > 1) gpu_queue = make_nccl_queue(comm);
 
+  // Emulated device memory holds every buffer of this rank from here on (a GPU's is its own).
+  const EmulatedMemory memory = device.kernels->host_memory ? emulated_memory(job, comm.rank()) : EmulatedMemory{};
+  const CapacityScope capacity(memory.bytes, memory.key);
+  MemoryMeter::process().set_role(fmt::format("{} rank", name_of(job.parallel.strategy)));
   Setup s = build_setup(job, opts, *device.kernels);
   agree_on_resume(comm, s, job);
   if (const auto note = finished_run_note(s, job)) {  // --resume of a finished run: nothing changes

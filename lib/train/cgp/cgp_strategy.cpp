@@ -119,7 +119,7 @@ class CgpStrategy final : public Strategy {
     return reached;
   }
 
-  Model& model_to_evaluate() override { return in_.model; }
+  StepStats evaluate(const Dataset& held_out) override { return evaluate_on_rank0(in_.comm, in_.model, held_out); }
 
   Checkpoint checkpoint(int64_t step) override {
     // Every group's whole optimizer state, gathered to rank 0 in group order.

@@ -58,7 +58,7 @@ class DataStrategy final : public Strategy, private SyncWork {
     return loop_.train_until(done, until, *this, sink);
   }
 
-  Model& model_to_evaluate() override { return in_.model; }
+  StepStats evaluate(const Dataset& held_out) override { return evaluate_on_rank0(in_.comm, in_.model, held_out); }
 
   Checkpoint checkpoint(int64_t step) override {
     std::vector<float> state = update_.full_state(*optimizer_);  // collective: sharded state comes together

@@ -91,8 +91,10 @@ const StageRunner::Layout& StageRunner::layout_for(int64_t batch) {
 // they are for (the trace's), how far it is, and its times.
 class StageRunner::MiniBatch {
  public:
-  MiniBatch(StageRunner& r, const Layout& l, std::span<const uint32_t> samples, float loss_scale, int64_t step)
-      : r_(r), l_(l), samples_(samples), loss_scale_(loss_scale), step_(step), s_(r.place_.stage),
+  // `data`: where the samples are (the training set, or the held-out split when evaluating).
+  MiniBatch(StageRunner& r, const Layout& l, std::span<const uint32_t> samples, float loss_scale, int64_t step,
+            const Dataset& data)
+      : r_(r), l_(l), samples_(samples), data_(data), loss_scale_(loss_scale), step_(step), s_(r.place_.stage),
         S_(r.place_.stages()), M_(int(l.micro.size())), first_(s_ == 0), last_(s_ + 1 == S_),
         slots_(pipeline::in_flight(s_, S_, M_)), in_floats_(r.stage_.in_floats()), out_floats_(r.stage_.out_floats()),
         previous_(first_ ? r.place_.ranks[0] : r.place_.ranks[size_t(s_) - 1]),
@@ -121,6 +123,22 @@ class StageRunner::MiniBatch {
     return t_;
   }
 
+  // Forward only: every micro-batch in order, its slot free again (for the next receive) once its
+  // forward is done.
+  MiniBatchTimes evaluate() {
+    evaluating_ = true;
+    next_gradient_ = M_;  // no gradients come back
+    post_receives();
+    for (int m = 0; m < M_; ++m) {
+      forward({pipeline::OpKind::forward, m, m % slots_});
+      ++backwards_done_;  // here: micro-batches whose slot is free
+      post_receives();
+    }
+    for (size_t i = 0; i < output_sends_.size(); ++i)
+      t_.send_ms += wait_for(output_sends_[i], "wait send activations", output_micro_[i], output_peer_[i]);
+    return t_;
+  }
+
  private:
   // Receives whose buffers are free: inputs into free slots, the next output gradient into dy_.
   void post_receives() {
@@ -139,6 +157,7 @@ class StageRunner::MiniBatch {
     }
     if (next_gradient_ < M_ && next_gradient_ == backwards_done_) {
       const pipeline::Rows mine = l_.mine[size_t(next_gradient_)];
+      const MemoryUse use("activation gradients (from the next stage)");
       r_.dy_.grow(size_t(mine.count * out_floats_));
       gradient_in_peer_ = -1;
       gradient_in_micro_ = next_gradient_;
@@ -162,7 +181,7 @@ class StageRunner::MiniBatch {
     const ComputeTimer timer(r_.paced_by_cpu_);
     fn();
     r_.k_.synchronize();
-    r_.emulator_.delay(step_, timer.wall_seconds(), timer.cpu_seconds());
+    if (!evaluating_) r_.emulator_.delay(step_, timer.wall_seconds(), timer.cpu_seconds());
     t_.compute_ms += ms_since(t0);
   }
 
@@ -171,16 +190,18 @@ class StageRunner::MiniBatch {
   std::pair<const int32_t*, const int32_t*> load_rows(const pipeline::Op& op, size_t m, int64_t n) {
     const int32_t *tokens = nullptr, *targets = nullptr;
     const Batch b =
-        gather_batch(r_.data_, samples_.subspan(size_t(l_.micro[m].begin + l_.mine[m].begin), size_t(n)), r_.host_);
+        gather_batch(data_, samples_.subspan(size_t(l_.micro[m].begin + l_.mine[m].begin), size_t(n)), r_.host_);
     if (first_ && b.x) r_.stage_.upload_input(op.slot, std::span(b.x, size_t(n * in_floats_)));
     if (first_ && b.tokens) {
-      const size_t count = size_t(n * r_.data_.context);
+      const size_t count = size_t(n * data_.context);
+      const MemoryUse use("token ids");
       r_.tokens_[size_t(op.slot)].grow(count);
       r_.tokens_[size_t(op.slot)].upload(std::span(b.tokens, count));
       tokens = r_.tokens_[size_t(op.slot)].data();
     }
     if (last_) {
-      const size_t count = size_t(n * std::max<int64_t>(1, r_.data_.context));
+      const size_t count = size_t(n * std::max<int64_t>(1, data_.context));
+      const MemoryUse use("targets");
       r_.targets_[size_t(op.slot)].grow(count);
       r_.targets_[size_t(op.slot)].upload(std::span(b.targets, count));
       targets = r_.targets_[size_t(op.slot)].data();
@@ -229,7 +250,10 @@ class StageRunner::MiniBatch {
     t_.send_ms += wait_for(gradient_sends_, "wait send gradients", gradient_sends_micro_,
                            gradient_sends_peer_);  // dx_ is written again
     if (n > 0) {
-      if (!first_) r_.dx_.grow(size_t(n * in_floats_));
+      if (!first_) {
+        const MemoryUse use("activation gradients (to the previous stage)");
+        r_.dx_.grow(size_t(n * in_floats_));
+      }
       computed([&] {
         const TraceScope traced("backward", {"micro_batch", int64_t(m)}, {"samples", n});
         r_.stage_.backward(op.slot, last_ ? nullptr : r_.dy_.data(), first_ ? nullptr : r_.dx_.data(), accumulated_,
@@ -255,6 +279,7 @@ class StageRunner::MiniBatch {
   StageRunner& r_;
   const Layout& l_;
   std::span<const uint32_t> samples_;
+  const Dataset& data_;
   float loss_scale_;
   int64_t step_;
   const int s_, S_, M_;
@@ -274,11 +299,17 @@ class StageRunner::MiniBatch {
   BlockHooks final_gradients_;
   const BlockHooks none_;
   bool accumulated_ = false;
+  bool evaluating_ = false;
 };
 
 MiniBatchTimes StageRunner::run(std::span<const uint32_t> samples, float loss_scale, Updater update, int64_t step) {
-  MiniBatch minibatch(*this, layout_for(int64_t(samples.size())), samples, loss_scale, step);
+  MiniBatch minibatch(*this, layout_for(int64_t(samples.size())), samples, loss_scale, step, data_);
   return minibatch.run(std::move(update));
+}
+
+StepStats StageRunner::evaluate(std::span<const uint32_t> samples, const Dataset& held_out) {
+  MiniBatch minibatch(*this, layout_for(int64_t(samples.size())), samples, 1.0f, 0, held_out);
+  return minibatch.evaluate().stats;
 }
 
 }  // namespace dp::pipeline_detail

@@ -55,6 +55,10 @@ class StageRunner {
   // the update through `update` once they are summed over the replicas. `step` (0-based) paces the
   // emulated slowness.
   MiniBatchTimes run(std::span<const uint32_t> samples, float loss_scale, Updater update, int64_t step);
+  // Forward only, through the same stages, rows and slots: the held-out samples `samples` of `held_out`
+  // in micro-batches, no gradients, no emulated slowness. The loss terms this rank computed (the last
+  // stage's replicas; others: none).
+  StepStats evaluate(std::span<const uint32_t> samples, const Dataset& held_out);
 
  private:
   struct Layout;    // the rows and pieces of one mini-batch size (pipeline_runner.cpp)

@@ -1,19 +1,21 @@
 // Strategy "pipeline": the model's blocks cut into stages (pipeline_plan.h: the planner's plan or the
 // job's stages), each on its rank or replicated over several, trained with 1F1B and a flush per
-// mini-batch: the same mathematics as one process. Every rank times the model at once (its speed as it
-// will train); rank 0 makes the plan on those speeds (timing the blocks when the job gives no profile)
-// and sends it to every rank; each rank builds its stage (only its blocks' parameters,
-// gradients and optimizer state, a slot of activations per micro-batch in flight) under a memory meter
-// of its own, and a StageRunner (pipeline_runner.h) runs its part of every mini-batch. Checkpoints hold
-// the whole model's parameters and optimizer state in the model's flat order, as strategy "data" writes
-// them, so a run resumes under another partition (or another strategy). Rank 0 keeps the whole model
-// for evaluation, its parameters gathered from the stages at every pause.
+// mini-batch: the same mathematics as one process. No rank holds more of the model than its stage: the
+// model it is given holds no parameters (registry.h, whole_model), every rank times the blocks one at a
+// time, all at once (its speed as it will train; lib/measure/layer_profile.h), and rank 0 makes the plan
+// on those speeds (on its timings, or the job's profile) and sends it to every rank; each rank builds its
+// stage (only its blocks' parameters, gradients and optimizer state, a slot of activations per
+// micro-batch in flight) under a memory meter of its own, and a StageRunner (pipeline_runner.h) runs its
+// part of every mini-batch, and of the evaluation (forward only, stage to stage, the loss at the last).
+// Checkpoints hold the whole model's parameters and optimizer state in the model's flat order, as
+// strategy "data" writes them, so a run resumes under another partition (or another strategy).
 #include "lib/train/pipeline/pipeline_strategy.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #include "lib/balance/emulate.h"
 #include "lib/core/error.h"
@@ -27,7 +29,7 @@
 #include "lib/train/pipeline/pipeline_runner.h"
 #include "lib/measure/device.h"
 #include "lib/measure/job_links.h"
-#include "lib/measure/speed_probe.h"
+#include "lib/measure/layer_profile.h"
 #include "lib/train/step/step_update.h"
 #include "lib/train/step/sync_step.h"
 
@@ -102,7 +104,6 @@ class PipelineStrategy final : public Strategy, private SyncWork {
 
   void resume(const Checkpoint& from) override {
     optimizer_steps_ = from.optimizer_steps;
-    if (in_.comm.rank() == 0) in_.model.params_from_host(from.params);
     if (!stage_) return;
     const int64_t P = int64_t(from.params.size()), begin = stage_->param_begin(), count = stage_->param_end() - begin;
     stage_->params_from_host(std::span(from.params).subspan(size_t(begin), size_t(count)));
@@ -121,12 +122,37 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     phase_step_ms_.clear();
     phase_records_.clear();
     const Reached reached = loop_.train_until(done, until, *this, sink, {"stage", place_.stage});
-    gather_model();  // rank 0 evaluates the whole model
     report_phase(reached.step, sink);
     return reached;
   }
 
-  Model& model_to_evaluate() override { return in_.model; }
+  // Through the stages, in mini-batches of the training's size (so no slot grows past what training
+  // holds); the last stage's loss terms summed on rank 0.
+  StepStats evaluate(const Dataset& held_out) override {
+    const MeterScope scope(meter_);
+    StepStats mine;
+    if (runner_) {
+      const int64_t batch = in_.job.train.global_batch;
+      std::vector<uint32_t> samples;
+      for (int64_t begin = 0; begin < held_out.count; begin += batch) {
+        const int64_t n = std::min(batch, held_out.count - begin);
+        samples.resize(size_t(n));
+        std::iota(samples.begin(), samples.end(), uint32_t(begin));
+        const StepStats s = runner_->evaluate(samples, held_out);
+        mine.loss_sum += s.loss_sum;
+        mine.correct += s.correct;
+        mine.count += s.count;
+      }
+    }
+    if (in_.comm.size() == 1) return mine;
+    StepStats total;
+    for (const StepStats& s : in_.comm.allgather_value(mine)) {  // in rank order: the same sum everywhere
+      total.loss_sum += s.loss_sum;
+      total.correct += s.correct;
+      total.count += s.count;
+    }
+    return total;
+  }
 
   Checkpoint checkpoint(int64_t step) override {
     // Every stage's parameters and whole optimizer state (its replicas' shards brought together), laid
@@ -182,15 +208,23 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     --optimizer_steps_;
   }
 
-  // Every rank times the whole model at once (as they will train: sharing this machine's cores, their
-  // emulated slowness included); rank 0 profiles the blocks (or reads the profile) and plans on those
-  // speeds; everyone learns the plan or the error.
+  // Every rank times the blocks, one at a time, all at once (as they will train: sharing this machine's
+  // cores, their emulated slowness included); rank 0 plans on those speeds, with its own timings or the
+  // job's profile; everyone learns the plan or the error.
   void decide_plan() {
-    const SpeedProbe probe = measure_compute_speed(in_.job, in_.comm, 5, 2, profile_micro_batch(in_.job));
-    const std::vector<double> step_ms = in_.comm.allgather_value(probe.step_ms);
-    const std::vector<int64_t> local_batch = in_.comm.allgather_value(probe.local_batch);
+    in_.comm.barrier();  // every rank has its data: none times its blocks while others still read theirs
+    MemoryMeter::process().set_role("pipeline rank timing the blocks one at a time");
+    const pipeline::BlockProfile timed =
+        profile_blocks(in_.job, in_.model, in_.train_set, profile_micro_batch(in_.job), 5, 2);
+    double ms = 0;
+    for (const pipeline::BlockRow& b : timed.blocks) ms += b.forward_ms + b.backward_ms;
+    ms *= SlowdownEmulator(in_.job, in_.comm.rank()).factor(0);  // the speed at the run's start
+    in_.model.release_working_memory();  // the stage grows it at its own micro-batch, under its meter
+    const std::vector<double> step_ms = in_.comm.allgather_value(ms);
+    const std::vector<int64_t> local_batch = in_.comm.allgather_value(timed.micro_batch);
     const SharedPlan shared = share_rank0_plan(in_.comm, [&] {
-      const pipeline::BlockProfile profile = job_layer_profile(in_.job, in_.model);
+      const pipeline::BlockProfile profile =
+          in_.job.parallel.pipeline.profile.empty() ? timed : job_layer_profile(in_.job, in_.model);
       const pipeline::Workload w = job_pipeline_workload(in_.job, profile);
       const Cluster cluster = measured_cluster(in_.job, w, step_ms, local_batch);
       speeds_ = cluster.speeds();
@@ -217,6 +251,7 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     const int S = place_.stages(), s = place_.stage;
     stage_comm_ = in_.comm.split(s >= 0 ? s : S + in_.comm.rank(), in_.comm.rank());
     if (s < 0) return;
+    MemoryMeter::process().set_role(fmt::format("stage {} of {}", s, S));
     const pipeline::Stage& st = plan_.stages[size_t(s)];
     std::vector<bool> recompute(size_t(st.last - st.first + 1), false);
     for (int b : st.recompute) recompute[size_t(b - st.first)] = true;
@@ -243,7 +278,7 @@ class PipelineStrategy final : public Strategy, private SyncWork {
   };
   Gathered gather(const std::vector<float>& state, int slots) {
     Communicator& comm = in_.comm;
-    const int64_t P = int64_t(in_.model.params().size());
+    const int64_t P = in_.model.parameter_count();
     const bool with_state = slots > 0;
     Gathered out;
     if (comm.rank() == 0) {
@@ -276,11 +311,6 @@ class PipelineStrategy final : public Strategy, private SyncWork {
       }
     }
     return out;
-  }
-
-  void gather_model() {
-    const Gathered all = gather({}, 0);
-    if (in_.comm.rank() == 0) in_.model.params_from_host(all.params);
   }
 
   // The pipeline line of the phase (rank 0 writes it): every rank's stage peak, gathered. Collective.
@@ -319,7 +349,7 @@ class PipelineStrategy final : public Strategy, private SyncWork {
 StrategyEntry pipeline_strategy_entry() {
   return {StrategyKind::pipeline, check_pipeline_job, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
             return std::make_unique<PipelineStrategy>(std::move(in));
-          }};
+          }, /*whole_model=*/false};
 }
 
 }  // namespace dp

@@ -3,7 +3,8 @@
 // plan, train with the same losses as one process training alone (1F1B with a flush is the same
 // mathematics; only the summation order differs); a short last mini-batch of an epoch is cut into fewer
 // micro-batches; a run resumes bit for bit under its own partition and, within float rounding, under
-// another; metrics carry every rank's stage and a pipeline line of predictions and measurements.
+// another; metrics carry every rank's stage and a pipeline line of predictions and measurements;
+// evaluation through the stages is one process's evaluation on the same parameters.
 #define BOOST_TEST_MODULE mpi_pipeline
 #include <boost/test/unit_test.hpp>
 
@@ -89,7 +90,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> pipelines(int worl
 
 }  // namespace
 
-// The GPT has 4 blocks (embedding, 2 layers, head): its stages are cut at block 3 at most.
+// The GPT has 4 blocks (embedding, 2 layers, head), the MLP 4 layers: their stages are cut at block 3 at most.
 std::vector<std::string> for_gpt(std::vector<std::string> o) {
   for (std::string& s : o) {
     if (s == "parallel.pipeline.stages=\"0-1,2-4\"") s = "parallel.pipeline.stages=\"0-1,2-3\"";
@@ -173,4 +174,33 @@ BOOST_AUTO_TEST_CASE(short_batches_and_resume_under_another_partition) {
   }
   world->barrier();
   if (world->rank() == 0) fs::remove_all(dir);
+}
+
+// Evaluation runs through the stages (forward only, stage to stage, the loss at the last) and gives
+// what one process gives on the same parameters: here the initial ones (SGD at lr 1e-30 leaves every
+// parameter as it was, but for biases of 1e-30), so the two evaluations see the same model.
+BOOST_AUTO_TEST_CASE(evaluation_through_the_pipeline_is_one_process_evaluation) {
+  auto world = dp::mpi_world();
+  auto alone = world->split(world->rank(), 0);
+  const std::vector<std::string> still = {"optim.name=sgd", "optim.lr=1e-30", "optim.schedule=constant",
+                                          "optim.warmup_steps=0", "train.steps=1"};
+  const std::vector<std::string> kMlp;
+  for (const auto& [model, base] : {std::pair{std::string("mlp"), kMlp}, std::pair{std::string("cnn"), kCnn},
+                                    std::pair{std::string("gpt"), kGpt}}) {
+    const std::string dir = shared_scratch(*world, "pipe-eval-" + model);
+    const auto solo = run(*alone, dir + "/solo-" + std::to_string(world->rank()), with(base, still));
+    for (const auto& [name, overrides] : pipelines(world->size())) {
+      const auto piped =
+          run(*world, dir + "/pipe", with(with(base, still), model == "cnn" ? overrides : for_gpt(overrides)));
+      if (world->rank() != 0) continue;
+      const double loss = std::abs(piped.summary.test_loss - solo.summary.test_loss) / solo.summary.test_loss;
+      BOOST_TEST_MESSAGE(model << ", " << name << " on " << world->size() << " ranks: test loss "
+                               << piped.summary.test_loss << " (one process " << solo.summary.test_loss
+                               << "), relative difference " << loss);
+      BOOST_TEST(loss < 1e-6, model << ", " << name << ": " << loss);
+      BOOST_TEST(std::abs(piped.summary.test_accuracy - solo.summary.test_accuracy) < 1e-6, model << ", " << name);
+    }
+    world->barrier();
+    if (world->rank() == 0) fs::remove_all(dir);
+  }
 }
