@@ -1,4 +1,5 @@
-// Checkpoint file format, atomic writing and verified reading.
+// Checkpoint file format, atomic writing and verified reading (sharded checkpoints' manifests and parts:
+// checkpoint_parts.cpp).
 //
 // Layout (little-endian):
 //   Header (fixed 88 bytes): magic "DPTRCKPT", u32 version, u32 header_bytes, u64 fingerprint,
@@ -20,58 +21,14 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/train/checkpoint_internal.h"
 
 namespace dp {
-namespace {
 
-constexpr char kMagic[8] = {'D', 'P', 'T', 'R', 'C', 'K', 'P', 'T'};
-// Version 2 appends the grouping of strategy "cgp" after the state: a uint64 count, then int32 groups
-// (count 0 for other strategies); version 3 then I-DAT's division: a uint64 count, then float64 weights
-// (count 0 without I-DAT). Versions 1 and 2 are still read.
-constexpr uint32_t kVersion = 3;
-
-#pragma pack(push, 1)
-struct Header {
-  char magic[8];
-  uint32_t version;
-  uint32_t header_bytes;
-  uint64_t fingerprint;
-  char optimizer[16];
-  int64_t step;
-  int64_t optimizer_steps;
-  uint64_t param_count;
-  uint64_t state_count;
-  uint64_t payload_bytes;
-  uint32_t payload_crc;
-  uint32_t header_crc;
-};
-#pragma pack(pop)
-static_assert(sizeof(Header) == 88);
-
-uint32_t crc32_of(const void* data, size_t bytes, uint32_t crc = 0) {
-  const auto* p = static_cast<const Bytef*>(data);
-  while (bytes > 0) {  // zlib takes uInt lengths
-    const uInt n = uInt(std::min<size_t>(bytes, 1u << 30));
-    crc = uint32_t(::crc32(crc, p, n));
-    p += n;
-    bytes -= n;
-  }
-  return crc;
-}
-
-void write_all(int fd, const void* data, size_t bytes, const std::string& path) {
-  const auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd, p, bytes);
-    if (n < 0) throw RuntimeFailure(path, fmt::format("write failed: {}", std::strerror(errno)), "check free disk space");
-    p += n;
-    bytes -= size_t(n);
-  }
-}
-
-}  // namespace
+using namespace checkpoint_detail;
 
 void write_checkpoint(const std::string& path, const Checkpoint& c) {
+  if (!c.parts.empty()) return write_manifest(path, c);
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kVersion;
@@ -95,27 +52,28 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   h.payload_crc = crc32_of(c.balance_weights.data(), weight_count * sizeof(double), h.payload_crc);
   h.header_crc = crc32_of(&h, offsetof(Header, header_crc));
 
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw RuntimeFailure(tmp, fmt::format("cannot create: {}", std::strerror(errno)), "check the output directory");
-  write_all(fd, &h, sizeof h, tmp);
-  write_all(fd, c.params.data(), c.params.size() * sizeof(float), tmp);
-  write_all(fd, c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), tmp);
-  write_all(fd, &group_count, sizeof group_count, tmp);
-  write_all(fd, groups.data(), groups.size() * 4, tmp);
-  write_all(fd, &weight_count, sizeof weight_count, tmp);
-  write_all(fd, c.balance_weights.data(), weight_count * sizeof(double), tmp);
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    throw RuntimeFailure(tmp, fmt::format("flush failed: {}", std::strerror(errno)), "check free disk space");
-  std::filesystem::rename(tmp, path);
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  if (const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY); dfd >= 0) {
-    ::fsync(dfd);  // make the rename itself durable
-    ::close(dfd);
-  }
+  write_durably(path, [&](int fd, const std::string& tmp) {
+    write_all(fd, &h, sizeof h, tmp);
+    write_all(fd, c.params.data(), c.params.size() * sizeof(float), tmp);
+    write_all(fd, c.optimizer_state.data(), c.optimizer_state.size() * sizeof(float), tmp);
+    write_all(fd, &group_count, sizeof group_count, tmp);
+    write_all(fd, groups.data(), groups.size() * 4, tmp);
+    write_all(fd, &weight_count, sizeof weight_count, tmp);
+    write_all(fd, c.balance_weights.data(), weight_count * sizeof(double), tmp);
+  });
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
+  Checkpoint c = read_checkpoint_manifest(path);
+  if (c.parts.empty()) return c;
+  CheckpointRange all = read_checkpoint_range(c, 0, c.sharded_params, c.sharded_slots);
+  c.params = std::move(all.params);
+  c.optimizer_state = std::move(all.state);
+  c.parts.clear();
+  return c;
+}
+
+Checkpoint read_checkpoint_manifest(const std::string& path) {
   const char* delete_hint = "delete this file to resume from an older checkpoint, or start without --resume";
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CheckpointError(path, "cannot open checkpoint", "check the path and permissions");
@@ -123,11 +81,12 @@ Checkpoint read_checkpoint(const std::string& path) {
   in.read(reinterpret_cast<char*>(&h), sizeof h);
   if (in.gcount() != std::streamsize(sizeof h) || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
     throw CheckpointError(path, "not a dptrain checkpoint (bad magic or shorter than a header)", delete_hint);
-  if (h.version < 1 || h.version > kVersion || h.header_bytes != sizeof(Header))
+  if (h.version < 1 || h.version > kShardedVersion || h.header_bytes != sizeof(Header))
     throw CheckpointError(path, fmt::format("unsupported checkpoint format version {} (this dptrain reads {})",
-                                            h.version, kVersion), "use the dptrain version that wrote it");
+                                            h.version, kShardedVersion), "use the dptrain version that wrote it");
   if (crc32_of(&h, offsetof(Header, header_crc)) != h.header_crc)
     throw CheckpointError(path, "header checksum mismatch: the checkpoint is corrupted", delete_hint);
+  if (h.version == kShardedVersion) return read_manifest(path, h, in);
   // Counts beyond what the file could hold are refused before they are multiplied (which could wrap
   // around) or allocated.
   const auto file_bytes = std::filesystem::file_size(path);
@@ -186,6 +145,7 @@ Checkpoint read_checkpoint(const std::string& path) {
     crc = crc32_of(c.balance_weights.data(), c.balance_weights.size() * sizeof(double), crc);
   }
   c.groups.assign(groups.begin(), groups.end());
+  c.path = path;
   if (crc != h.payload_crc)
     throw CheckpointError(path, "payload checksum mismatch: the checkpoint is corrupted", delete_hint);
   return c;
@@ -215,7 +175,10 @@ std::optional<std::string> newest_checkpoint(const std::string& dir) {
 
 void prune_checkpoints(const std::string& dir, int64_t keep) {
   auto files = list_checkpoints(dir);
-  for (size_t i = 0; i + size_t(keep) < files.size(); ++i) std::filesystem::remove(files[i]);
+  for (size_t i = 0; i + size_t(keep) < files.size(); ++i) {
+    std::filesystem::remove(files[i]);
+    remove_parts(files[i]);
+  }
 }
 
 }  // namespace dp

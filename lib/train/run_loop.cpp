@@ -29,10 +29,10 @@ void share_losses(Communicator& comm, std::vector<double>& losses) {
 
 // The checkpoint after `step` (collective), written by rank 0 beside the newest `keep`. Its path.
 std::string save_checkpoint(Strategy& strategy, const Job& job, const RunDir& dir, bool leader, int64_t step) {
-  Checkpoint ckpt = strategy.checkpoint(step);  // collective
   const std::string path = checkpoint_path(dir.checkpoints(), step);
+  Checkpoint ckpt = strategy.checkpoint(step, path);  // collective; parts written by their ranks
   if (leader) {
-    check_finite_parameters(ckpt.params, step);
+    check_finite_parameters(ckpt.params, step);  // a part's writer checked its own
     write_checkpoint(path, ckpt);
     prune_checkpoints(dir.checkpoints(), job.checkpoint.keep);
   }

@@ -14,16 +14,24 @@ namespace dp::train_detail {
 
 namespace {
 
+// A strategy that holds parts of the model reads a sharded checkpoint's manifest only (each rank its own
+// range later); the others read every value.
+Checkpoint read_for(const Job& job, const std::string& path) {
+  return strategy_entry(job.parallel.strategy).whole_model ? read_checkpoint(path) : read_checkpoint_manifest(path);
+}
+
 // A checkpoint the job's model and optimizer can continue from; CheckpointError otherwise.
 void check_resumable(const Checkpoint& c, const std::string& path, const Job& job, const Model& model) {
   const auto optimizer = make_optimizer(job.optim, 0);  // its name and state slots
-  if (c.model_fingerprint != model.fingerprint() || int64_t(c.params.size()) != model.parameter_count())
+  if (c.model_fingerprint != model.fingerprint() || c.param_count() != model.parameter_count())
     throw CheckpointError(path, fmt::format("checkpoint was written by a different model ({} parameters; "
-                                            "the job's model is {})", c.params.size(), model.describe()),
+                                            "the job's model is {})", c.param_count(), model.describe()),
                           "resume with the job that wrote it, or start a new run with --out");
-  // Strategy "cgp" keeps every group's state, one after another.
-  if (c.optimizer != optimizer->name() ||
-      c.optimizer_state.size() != c.state_count() * size_t(optimizer->slots()) * size_t(model.parameter_count()))
+  // Strategy "cgp" keeps every group's state, one after another; a sharded checkpoint one, in its parts.
+  const bool state_fits = c.parts.empty() ? c.optimizer_state.size() == c.state_count() * size_t(optimizer->slots()) *
+                                                                           size_t(model.parameter_count())
+                                          : c.sharded_slots == optimizer->slots();
+  if (c.optimizer != optimizer->name() || !state_fits)
     throw CheckpointError(path, fmt::format("checkpoint holds '{}' optimizer state; the job uses '{}'",
                                             c.optimizer, optimizer->name()),
                           "set [optim] name to the optimizer of the checkpointed run");
@@ -53,11 +61,11 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
     std::optional<Checkpoint> found;
     const std::string* path = &all.back();
     try {
-      found = read_checkpoint(all.back());
+      found = read_for(job, all.back());
     } catch (const CheckpointError& damaged) {
       for (auto it = all.rbegin() + 1; it != all.rend(); ++it) {
         try {
-          (void)read_checkpoint(*it);
+          (void)read_checkpoint_manifest(*it);
         } catch (const CheckpointError&) {
           continue;
         }
@@ -79,7 +87,7 @@ void agree_on_resume(Communicator& comm, Setup& s, const Job& job) {
   comm.broadcast(std::as_writable_bytes(std::span(&step, 1)), 0);
   const std::string path = checkpoint_path(s.dir.checkpoints(), step);
   if (step != s.resume_from->step) {
-    Checkpoint c = read_checkpoint(path);
+    Checkpoint c = read_for(job, path);
     check_resumable(c, path, job, *s.model);
     s.resume_from = std::move(c);
   }

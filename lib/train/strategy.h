@@ -87,8 +87,10 @@ class Strategy {
   // Collective: the loss terms of the whole held-out split under the run's parameters, complete on rank 0
   // (evaluate_on_rank0 where rank 0 holds the whole model; a pipeline runs it through its stages).
   virtual StepStats evaluate(const Dataset& held_out) = 0;
-  // Collective: the checkpoint of the run after step `step` (complete on rank 0).
-  virtual Checkpoint checkpoint(int64_t step) = 0;
+  // Collective: the checkpoint of the run after step `step` (complete on rank 0), to be written to `path`:
+  // its values, or, for a strategy whose ranks hold parts, the parts they have written beside `path`
+  // (write_checkpoint_part), which rank 0's manifest then names.
+  virtual Checkpoint checkpoint(int64_t step, const std::string& path) = 0;
 };
 
 }  // namespace dp

@@ -47,7 +47,7 @@ for strategy in data pipeline; do
     >"$TMP/$strategy-stop.log" 2>&1
   rc=$?
   lines=$(grep -c "on_nonfinite: error: step 77: the training loss is nan" "$TMP/$strategy-stop.log")
-  newest=$(ls "$TMP/$strategy-stop/checkpoints" | sort | tail -1)
+  newest=$(ls "$TMP/$strategy-stop/checkpoints" | grep '\.ckpt$' | sort | tail -1)
   [[ $rc -eq 1 && $lines -eq 1 && $newest == step-00000075.ckpt ]] &&
     grep -q "its newest checkpoint is .*step-00000075.ckpt: continue with --resume" "$TMP/$strategy-stop.log" &&
     ok "$strategy, stop: exit 1, one line naming step 77, newest checkpoint step 75" ||
@@ -74,7 +74,7 @@ for mode in stop skip; do
     --set train.on_nonfinite=$mode --set checkpoint.every=1 >"$TMP/diverge-$mode.log" 2>&1
   rc=$?
   step=$(sed -n 's/.*on_nonfinite: error: step \([0-9]*\): the training loss is .*/\1/p' "$TMP/diverge-$mode.log" | head -1)
-  newest=$(ls "$TMP/diverge-$mode/checkpoints" 2>/dev/null | sort | tail -1)
+  newest=$(ls "$TMP/diverge-$mode/checkpoints" 2>/dev/null | grep '\.ckpt$' | sort | tail -1)
   newest=$((10#$(echo "${newest:-step-0.ckpt}" | tr -dc 0-9)))
   want="the training loss is"
   [[ $mode == skip ]] && want="after 10 steps skipped in a row"

@@ -1,4 +1,5 @@
-// Checkpoint round trip, and every way a checkpoint file can be wrong.
+// Checkpoint round trip, and every way a checkpoint file can be wrong; sharded checkpoints (parts and a
+// manifest) read whole and by range.
 #define BOOST_TEST_MODULE checkpoint
 #include <boost/test/unit_test.hpp>
 
@@ -237,4 +238,66 @@ BOOST_AUTO_TEST_CASE(headers_swapped_between_models_and_strategies_are_detected)
     }
   BOOST_TEST_MESSAGE(detected << " of " << cases << " spliced checkpoints detected");
   BOOST_TEST(detected == cases);
+}
+
+// A sharded checkpoint: three parts of 1000 parameters (two state slots each) and the manifest naming
+// them. read_checkpoint assembles what one file would hold; read_checkpoint_manifest reads none of the
+// values, and any range reads from the parts that hold it; pruning removes the parts with the manifest;
+// a part missing, corrupted, of another step, or a manifest whose parts leave parameters uncovered is
+// refused naming the file.
+BOOST_AUTO_TEST_CASE(sharded_checkpoints_read_whole_and_by_range) {
+  TempDir t;
+  const dp::Checkpoint whole = sample();  // 1000 parameters, 2 slots
+  auto write_sharded = [&](const std::string& path, int64_t step, std::vector<int64_t> cuts) {
+    dp::Checkpoint m{whole.model_fingerprint, whole.optimizer, step, whole.optimizer_steps, {}, {}, {}, whole.balance_weights};
+    m.sharded_params = 1000;
+    m.sharded_slots = 2;
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const int64_t b = cuts[i], n = cuts[i + 1] - cuts[i];
+      std::vector<float> state;
+      for (int k = 0; k < 2; ++k)
+        state.insert(state.end(), whole.optimizer_state.begin() + k * 1000 + b, whole.optimizer_state.begin() + k * 1000 + b + n);
+      m.parts.push_back(dp::write_checkpoint_part(path, int(i), b, std::span(whole.params).subspan(size_t(b), size_t(n)),
+                                                  state, 2, m.model_fingerprint, step));
+    }
+    dp::write_checkpoint(path, m);
+  };
+  const std::string path = dp::checkpoint_path(t.path.string(), 40);
+  write_sharded(path, 40, {0, 300, 301, 1000});
+  const dp::Checkpoint read = dp::read_checkpoint(path);
+  BOOST_TEST(read.params == whole.params);
+  BOOST_TEST(read.optimizer_state == whole.optimizer_state);
+  BOOST_TEST(read.balance_weights == whole.balance_weights);
+  BOOST_TEST(read.step == 40);
+  const dp::Checkpoint manifest = dp::read_checkpoint_manifest(path);
+  BOOST_TEST(manifest.params.empty());
+  BOOST_TEST(manifest.param_count() == 1000);
+  for (const auto& [b, e] : {std::pair{0, 1000}, std::pair{250, 320}, std::pair{300, 301}, std::pair{999, 1000}}) {
+    const dp::CheckpointRange r = dp::read_checkpoint_range(manifest, b, e, 2);
+    const dp::CheckpointRange inline_r = dp::read_checkpoint_range(read, b, e, 2);  // from the values
+    BOOST_TEST(r.params == std::vector<float>(whole.params.begin() + b, whole.params.begin() + e));
+    BOOST_TEST(r.state == inline_r.state);
+    BOOST_TEST(r.state[size_t(e - b)] == whole.optimizer_state[size_t(1000 + b)]);  // slot 1 follows slot 0
+  }
+  // Another step's checkpoint, then pruning to one: the older manifest and its parts go.
+  write_sharded(dp::checkpoint_path(t.path.string(), 50), 50, {0, 1000});
+  dp::prune_checkpoints(t.path.string(), 1);
+  BOOST_TEST(!fs::exists(path));
+  BOOST_TEST(!fs::exists(dp::checkpoint_part_path(path, 0)));
+  BOOST_TEST(fs::exists(dp::checkpoint_part_path(dp::checkpoint_path(t.path.string(), 50), 0)));
+
+  const auto refused = [](const std::string& file, const std::string& text) {
+    return [file, text](const dp::CheckpointError& e) { return e.where() == file && mentions(e, text); };
+  };
+  write_sharded(path, 40, {0, 500, 1000});
+  const std::string part = dp::checkpoint_part_path(path, 1);
+  flip_byte(part, 100);
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint_manifest(path), dp::CheckpointError, refused(part, "checksum mismatch"));
+  fs::remove(part);
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError, refused(part, "missing"));
+  fs::copy_file(dp::checkpoint_part_path(dp::checkpoint_path(t.path.string(), 50), 0), part);  // another step's
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError, refused(part, "a part of another checkpoint"));
+  fs::remove(part);
+  write_sharded(path, 40, {0, 500, 900});  // the parts stop at 900 of 1000
+  BOOST_CHECK_EXCEPTION(dp::read_checkpoint(path), dp::CheckpointError, refused(path, "does not cover the model"));
 }

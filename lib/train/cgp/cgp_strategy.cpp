@@ -121,7 +121,7 @@ class CgpStrategy final : public Strategy {
 
   StepStats evaluate(const Dataset& held_out) override { return evaluate_on_rank0(in_.comm, in_.model, held_out); }
 
-  Checkpoint checkpoint(int64_t step) override {
+  Checkpoint checkpoint(int64_t step, const std::string&) override {
     // Every group's whole optimizer state, gathered to rank 0 in group order.
     std::vector<float> state = group_->update().full_state(group_->optimizer());
     const int groups = group_count_of(grouping_), me = in_.comm.rank();

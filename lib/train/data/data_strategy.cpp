@@ -60,7 +60,7 @@ class DataStrategy final : public Strategy, private SyncWork {
 
   StepStats evaluate(const Dataset& held_out) override { return evaluate_on_rank0(in_.comm, in_.model, held_out); }
 
-  Checkpoint checkpoint(int64_t step) override {
+  Checkpoint checkpoint(int64_t step, const std::string&) override {
     std::vector<float> state = update_.full_state(*optimizer_);  // collective: sharded state comes together
     if (in_.comm.rank() != 0) return {};
     const std::span<const double> weights = balancer_.weights();

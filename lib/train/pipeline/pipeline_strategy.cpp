@@ -7,14 +7,16 @@
 // stage (only its blocks' parameters, gradients and optimizer state, a slot of activations per
 // micro-batch in flight) under a memory meter of its own, and a StageRunner (pipeline_runner.h) runs its
 // part of every mini-batch, and of the evaluation (forward only, stage to stage, the loss at the last).
-// Checkpoints hold the whole model's parameters and optimizer state in the model's flat order, as
-// strategy "data" writes them, so a run resumes under another partition (or another strategy).
+// Checkpoints are sharded (checkpoint.h): each stage writes its own part, in parallel, and rank 0 the
+// manifest; a stage resumes by reading its blocks' range from whichever parts hold it, so a run resumes
+// under another partition, another rank count, or as another strategy (which reads them all).
 #include "lib/train/pipeline/pipeline_strategy.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <numeric>
 
 #include "lib/balance/emulate.h"
@@ -43,7 +45,13 @@ using pipeline_detail::placement_of;
 using pipeline_detail::share_rank0_plan;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kGatherTag = 104;
+// A stage's checkpoint part, as every rank tells rank 0 (stage -1: it wrote none).
+struct PartRecord {
+  int64_t begin = 0, end = 0;
+  uint64_t bytes = 0;
+  uint32_t crc = 0;
+  int32_t stage = -1;
+};
 
 class PipelineStrategy final : public Strategy, private SyncWork {
  public:
@@ -102,20 +110,17 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     return lines;
   }
 
+  // Each stage reads only its blocks' range (from the parts that hold it, or a checkpoint's values).
   void resume(const Checkpoint& from) override {
     optimizer_steps_ = from.optimizer_steps;
     if (!stage_) return;
-    const int64_t P = int64_t(from.params.size()), begin = stage_->param_begin(), count = stage_->param_end() - begin;
-    stage_->params_from_host(std::span(from.params).subspan(size_t(begin), size_t(count)));
-    // The stage's part of every slot of the (first group's) state.
-    const std::span<const float> state = from.group_state();
     const int slots = optimizer_->slots();
-    std::vector<float> mine(size_t(slots) * size_t(count));
-    for (int k = 0; k < slots; ++k)
-      std::copy_n(state.begin() + k * P + begin, count, mine.begin() + k * count);
-    optimizer_->state_from_host(sync_->my_state(mine, slots));
+    const CheckpointRange mine = read_checkpoint_range(from, stage_->param_begin(), stage_->param_end(), slots);
+    stage_->params_from_host(mine.params);
+    optimizer_->state_from_host(sync_->my_state(mine.state, slots));
     optimizer_->set_steps_taken(from.optimizer_steps);
   }
+
 
   Reached train_until(int64_t done, int64_t until, const StepSink& sink) override {
     const MeterScope scope(meter_);
@@ -154,16 +159,34 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     return total;
   }
 
-  Checkpoint checkpoint(int64_t step) override {
-    // Every stage's parameters and whole optimizer state (its replicas' shards brought together), laid
-    // out in the model's flat order on rank 0.
+  // Sharded: each stage's first replica writes its blocks' parameters and whole optimizer state (its
+  // replicas' shards brought together) as one part, all stages at once; rank 0 names them in the manifest.
+  Checkpoint checkpoint(int64_t step, const std::string& path) override {
     const auto kind = make_optimizer(in_.job.optim, 0);  // its name and state slots
+    const int slots = kind->slots();
     std::vector<float> state;
-    if (sync_) state = sync_->full_state(optimizer_->state_to_host(), kind->slots());
-    Gathered all = gather(state, kind->slots());
+    if (sync_) state = sync_->full_state(optimizer_->state_to_host(), slots);
+    PartRecord mine;
+    if (stage_ && place_.replica == 0) {
+      const std::vector<float> params = stage_->params_to_host();
+      check_finite_parameters(params, step);
+      const CheckpointPart p = write_checkpoint_part(path, place_.stage, stage_->param_begin(), params, state, slots,
+                                                     in_.model.fingerprint(), step);
+      mine = {p.begin, p.end, p.bytes, p.crc, place_.stage};
+    }
+    const std::vector<PartRecord> all = in_.comm.size() > 1 ? in_.comm.allgather_value(mine) : std::vector{mine};
     if (in_.comm.rank() != 0) return {};
-    return {in_.model.fingerprint(), kind->name(), step, optimizer_steps_, std::move(all.params), std::move(all.state), {}, {}};
+    Checkpoint c{in_.model.fingerprint(), kind->name(), step, optimizer_steps_, {}, {}, {}, {}};
+    c.sharded_params = in_.model.parameter_count();
+    c.sharded_slots = slots;
+    c.parts.resize(plan_.stages.size());
+    for (const PartRecord& r : all)
+      if (r.stage >= 0)
+        c.parts[size_t(r.stage)] = {r.begin, r.end, std::filesystem::path(checkpoint_part_path(path, r.stage)).filename(),
+                                    r.bytes, r.crc};
+    return c;
   }
+
 
  private:
   // This rank's part of the mini-batch: its stage's forward and backward of every micro-batch (1F1B),
@@ -268,49 +291,6 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     optimizer_ = make_optimizer(in_.job.optim, sync_->state_count(), in_.kernels);
     runner_ = std::make_unique<pipeline_detail::StageRunner>(in_.comm, *stage_, place_, *sync_, in_.train_set,
                                                              emulator_, paced_by_thread_cpu(in_.kernels));
-  }
-
-  // Rank 0 gathers every stage's parameters (from its first replica) into the model's order; with
-  // `slots` > 0 also the optimizer state (`state`: this rank's stage's whole state, slot major), slot
-  // major over the whole model. Collective; empty on other ranks.
-  struct Gathered {
-    std::vector<float> params, state;
-  };
-  Gathered gather(const std::vector<float>& state, int slots) {
-    Communicator& comm = in_.comm;
-    const int64_t P = in_.model.parameter_count();
-    const bool with_state = slots > 0;
-    Gathered out;
-    if (comm.rank() == 0) {
-      out.params.resize(size_t(P));
-      out.state.assign(size_t(slots) * size_t(P), 0.0f);
-    }
-    for (size_t s = 0; s < plan_.stages.size(); ++s) {
-      const pipeline::Stage& st = plan_.stages[s];
-      const int leader = st.ranks.front();
-      const int64_t begin = in_.model.block(st.first).shape().param_offset;
-      const int64_t count = in_.model.block(st.last).shape().param_offset + in_.model.block(st.last).shape().param_count - begin;
-      std::vector<float> p(static_cast<size_t>(count)), z(with_state ? static_cast<size_t>(slots * count) : 0);
-      if (comm.rank() == leader) {
-        p = stage_->params_to_host();
-        z = state;
-      }
-      if (leader != 0 && comm.rank() == leader) {
-        comm.isend(std::as_bytes(std::span(p)), 0, kGatherTag).wait();
-        if (with_state) comm.isend(std::as_bytes(std::span(z)), 0, kGatherTag).wait();
-      }
-      if (comm.rank() == 0) {
-        if (leader != 0) {
-          comm.irecv(std::as_writable_bytes(std::span(p)), leader, kGatherTag).wait();
-          if (with_state) comm.irecv(std::as_writable_bytes(std::span(z)), leader, kGatherTag).wait();
-        }
-        std::copy(p.begin(), p.end(), out.params.begin() + begin);
-        if (with_state)
-          for (int k = 0; k < slots; ++k)
-            std::copy_n(z.begin() + k * count, count, out.state.begin() + k * P + begin);
-      }
-    }
-    return out;
   }
 
   // The pipeline line of the phase (rank 0 writes it): every rank's stage peak, gathered. Collective.
