@@ -56,6 +56,12 @@ Cluster Cluster::with_speeds(const std::vector<double>& speeds) const {
   return c;
 }
 
+Cluster Cluster::with_memory(const std::vector<double>& memory_gb) const {
+  Cluster c = *this;
+  for (size_t r = 0; r < c.ranks_.size() && r < memory_gb.size(); ++r) c.ranks_[r].memory_gb = memory_gb[r];
+  return c;
+}
+
 std::string Cluster::describe() const {
   std::string s = fmt::format("{} rank(s) on {} node(s) in {} rack(s); links ", size(), nodes(), racks());
   if (!matrix_.empty()) return s + "from a matrix";

@@ -49,6 +49,7 @@ class Cluster {
   Link link(int a, int b) const;
   // The same cluster with other speeds (measured ones), one per rank.
   Cluster with_speeds(const std::vector<double>& speeds) const;
+  Cluster with_memory(const std::vector<double>& memory_gb) const;  // the same, each rank's memory
   // One line: "6 ranks on 2 nodes in 1 rack; links 10 Gbit/s in a node, 1 Gbit/s between racks ..."
   std::string describe() const;
 

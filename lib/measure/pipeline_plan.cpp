@@ -67,7 +67,10 @@ double sharded_bytes_per_param_byte(const Job& job) {
 }
 
 Cluster pipeline_cluster(const Job& job) {
-  const Cluster c = cluster_from_job(job);
+  Cluster c = cluster_from_job(job);
+  // Emulated device memory is what the ranks have: the plan must fit it.
+  if (const auto& gb = job.cluster.emulate.memory_gb; !gb.empty())
+    c = c.with_memory(gb.size() == 1 ? std::vector<double>(size_t(c.size()), gb.front()) : gb);
   const auto& slow = job.cluster.emulate.slowdown;
   if (slow.empty()) return c;
   std::vector<double> speeds = c.speeds();
@@ -145,7 +148,9 @@ PipelineChoice choose_pipeline_plan(const Job& job, const pipeline::Workload& w,
     o.seed = job.job.seed;
     const pipeline::PlanResult planned = pipeline::plan_pipeline(w, c, o);
     if (!planned.feasible && job.parallel.pipeline.recompute == Recompute::automatic)
-      throw JobError(job.source + " [cluster] memory_gb", "nothing fits: " + pipeline::explain_infeasible(w, c, planned),
+      throw JobError(job.source + (job.cluster.emulate.memory_gb.empty() ? " [cluster] memory_gb"
+                                                                        : " [cluster.emulate] memory_gb"),
+                     "nothing fits: " + pipeline::explain_infeasible(w, c, planned),
                      "see man dptrain(1), PIPELINE MODEL, for what a stage holds");
     out.result = with_recompute(job, w, c, planned.plan, planned.method);
     out.how = fmt::format("the planner's ({})", planned.method);

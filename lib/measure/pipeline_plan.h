@@ -25,7 +25,8 @@ double resident_bytes_per_param_byte(const OptimSection& o);
 double sharded_bytes_per_param_byte(const Job& job);
 
 // The cluster a pipeline is planned on: [cluster] with every rank's speed divided by its persistent
-// [cluster.emulate] slowdown (the speeds the ranks will train at), for a profile of a device of speed 1.
+// [cluster.emulate] slowdown (the speeds the ranks will train at), and its memory the emulated memory
+// ([cluster.emulate] memory_gb) where given, for a profile of a device of speed 1.
 Cluster pipeline_cluster(const Job& job);
 // The same for a profile of the job's model timed on this machine: speeds relative to the rank this
 // machine stands for (the fastest under [cluster.emulate] as_described, whose device the others are

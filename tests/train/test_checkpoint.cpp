@@ -249,7 +249,8 @@ BOOST_AUTO_TEST_CASE(sharded_checkpoints_read_whole_and_by_range) {
   TempDir t;
   const dp::Checkpoint whole = sample();  // 1000 parameters, 2 slots
   auto write_sharded = [&](const std::string& path, int64_t step, std::vector<int64_t> cuts) {
-    dp::Checkpoint m{whole.model_fingerprint, whole.optimizer, step, whole.optimizer_steps, {}, {}, {}, whole.balance_weights};
+    dp::Checkpoint m{whole.model_fingerprint, whole.optimizer, step, whole.optimizer_steps, {}, {}, {}, whole.balance_weights,
+                     {}, 0, 0, {}};
     m.sharded_params = 1000;
     m.sharded_slots = 2;
     for (size_t i = 0; i + 1 < cuts.size(); ++i) {

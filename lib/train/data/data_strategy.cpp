@@ -67,7 +67,8 @@ class DataStrategy final : public Strategy, private SyncWork {
     return {in_.model.fingerprint(), optimizer_->name(), step, optimizer_->steps_taken(), in_.model.params_to_host(),
             std::move(state), {},
             in_.job.parallel.balance.mode == BalanceMode::idat ? std::vector<double>(weights.begin(), weights.end())
-                                                    : std::vector<double>{}};
+                                                    : std::vector<double>{},
+            {}, 0, 0, {}};
   }
 
  private:

@@ -176,7 +176,11 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     }
     const std::vector<PartRecord> all = in_.comm.size() > 1 ? in_.comm.allgather_value(mine) : std::vector{mine};
     if (in_.comm.rank() != 0) return {};
-    Checkpoint c{in_.model.fingerprint(), kind->name(), step, optimizer_steps_, {}, {}, {}, {}};
+    Checkpoint c;
+    c.model_fingerprint = in_.model.fingerprint();
+    c.optimizer = kind->name();
+    c.step = step;
+    c.optimizer_steps = optimizer_steps_;
     c.sharded_params = in_.model.parameter_count();
     c.sharded_slots = slots;
     c.parts.resize(plan_.stages.size());
