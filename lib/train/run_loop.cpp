@@ -161,7 +161,8 @@ void RunLoop::pause_after(int64_t step) {
 
 // Rank 0: the held-out split evaluated on the run's model after `step`.
 void RunLoop::evaluate_at(int64_t step, int64_t epoch) {
-  last_eval_ = train_detail::evaluate(strategy_->model_to_evaluate(), s_.data.test, step, epoch);
+  last_eval_ = train_detail::evaluate(strategy_->model_to_evaluate(), s_.data.test, step, epoch,
+                                      job_.train.micro_batch);
   last_eval_->train_seconds = train_seconds_;
 }
 

@@ -82,9 +82,10 @@ void agree_on_resume(Communicator& comm, Setup& s, const Job& job) {
   }
 }
 
-// Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks.
-EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch) {
-  const int64_t chunk = evaluation_chunk(held_out);
+// Rank 0 evaluates the whole held-out split (test images, or validation text) in chunks (run_setup.h).
+EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch, int64_t micro_batch) {
+  const int64_t chunk = micro_batch > 0 ? std::min(micro_batch, evaluation_chunk(held_out))
+                                        : evaluation_chunk(held_out);
   std::vector<uint32_t> idx;
   BatchBuffer buffer;
   StepStats total;

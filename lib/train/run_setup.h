@@ -42,7 +42,8 @@ Setup build_setup(const Job& job, const RunOptions& opts, const Kernels& kernels
 // Collective, on --resume: every rank resumes from rank 0's checkpoint (each read its own view of the
 // folder, which another host may see otherwise); a rank that chose another reads rank 0's instead.
 void agree_on_resume(Communicator& comm, Setup& s, const Job& job);
-// Rank 0 evaluates the whole held-out split (test images, or validation text) in evaluation_chunk()s.
-EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch);
+// Rank 0 evaluates the whole held-out split (test images, or validation text) in evaluation_chunk()s, or
+// in parts of at most micro_batch samples ([train] micro_batch) when that is > 0 and smaller.
+EvalLine evaluate(Model& model, const Dataset& held_out, int64_t step, int64_t epoch, int64_t micro_batch = 0);
 
 }  // namespace dp::train_detail
