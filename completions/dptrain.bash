@@ -15,6 +15,7 @@ _dptrain_keys=(
   optim.name optim.lr optim.momentum optim.weight_decay optim.beta1 optim.beta2 optim.eps
   optim.schedule optim.warmup_steps optim.step_size optim.gamma optim.min_lr
   train.epochs train.steps train.global_batch train.eval_every train.threads train.device train.precision train.on_nonfinite
+  train.micro_batch train.recompute
   parallel.strategy
   parallel.comm.algorithm parallel.comm.bucket_mb parallel.comm.first_bucket_mb parallel.comm.overlap
   parallel.comm.overlap_forward
@@ -49,6 +50,7 @@ _dptrain_values() {
     train.device) echo auto cpu cuda ;;
     train.precision) echo fp32 bf16 ;;
     train.on_nonfinite) echo stop skip ;;
+    train.recompute) echo none all ;;
     parallel.strategy) echo data cgp pipeline ;;
     parallel.pipeline.recompute) echo auto none all ;;
     parallel.pipeline.profile) echo file ;;

@@ -39,6 +39,8 @@ function __dptrain_set_words
                 for v in fp32 bf16; echo $key=$v; end
             case train.on_nonfinite
                 for v in stop skip; echo $key=$v; end
+            case train.recompute
+                for v in none all; echo $key=$v; end
             case parallel.strategy
                 for v in data cgp pipeline; echo $key=$v; end
             case parallel.pipeline.recompute
@@ -63,6 +65,7 @@ function __dptrain_set_words
         optim.name optim.lr optim.momentum optim.weight_decay optim.beta1 optim.beta2 optim.eps \
         optim.schedule optim.warmup_steps optim.step_size optim.gamma optim.min_lr train.epochs \
         train.steps train.global_batch train.eval_every train.threads train.device train.precision train.on_nonfinite \
+        train.micro_batch train.recompute \
         parallel.strategy parallel.comm.algorithm parallel.comm.bucket_mb parallel.comm.first_bucket_mb \
         parallel.comm.overlap parallel.comm.overlap_forward parallel.comm.sharded_update \
         parallel.balance.mode parallel.balance.every parallel.balance.threshold parallel.balance.speeds \

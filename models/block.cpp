@@ -1,4 +1,4 @@
-// What a block derives from its layers (models/block.h).
+// What a block derives from its layers, and its backward after recomputation (models/block.h).
 #include "models/block.h"
 
 namespace dp {
@@ -14,6 +14,12 @@ std::vector<ParamRange> Block::hook_ranges(int64_t /*slice_floats: whole layers 
   for (const LayerInfo& l : shape_.layers)
     if (l.param_count > 0) ranges.push_back({l.param_offset, l.param_count});
   return ranges;
+}
+
+void recompute_and_backward(Block& block, const ParamWindow& w, const BlockData& d, bool recompute, float loss_scale,
+                            const float* dy, float* dx, bool accumulate, const BlockHooks& h) {
+  if (recompute && block.shape().saved_floats > 0) block.forward(w, d, loss_scale, BlockHooks{});
+  block.backward(w, d, dy, dx, accumulate, h);
 }
 
 }  // namespace dp

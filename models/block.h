@@ -149,4 +149,10 @@ class Block {
   BlockShape shape_;
 };
 
+// A block's backward as a pipeline stage or the whole model runs it. A recomputed block, whose forward
+// kept only its input, first runs that forward again (no hooks: its parameters are final) to rebuild its
+// saved activations in d.saved, its output rewritten with the same values where it already is.
+void recompute_and_backward(Block& block, const ParamWindow& w, const BlockData& d, bool recompute, float loss_scale,
+                            const float* dy, float* dx, bool accumulate, const BlockHooks& h);
+
 }  // namespace dp

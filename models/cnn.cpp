@@ -173,14 +173,9 @@ Cnn::Cnn(const ModelSection& spec, const SampleShape& shape, uint64_t seed, cons
   workspace_.grow(size_t(a.params.max_workspace));
 }
 
-StepStats Cnn::forward_backward(const Batch& b, float loss_scale) {
-  if (b.n == 0) {
-    grads_.zero();
-    gradients_ready(0);
-    return {};
-  }
+StepStats Cnn::forward_backward_pass(const Batch& b, float loss_scale, GradPass pass) {
   return run_blocks(stage(b.x, b.n * shape_.features, x_staging_), nullptr, stage(b.targets, b.n, labels_staging_), b.n,
-                    loss_scale, true);
+                    loss_scale, true, pass);
 }
 
 StepStats Cnn::evaluate(const Batch& b) {

@@ -32,7 +32,6 @@ class Cnn final : public Model {
       bool hold = true);
 
   std::string type() const override { return "cnn"; }
-  StepStats forward_backward(const Batch& b, float loss_scale) override;
   StepStats evaluate(const Batch& b) override;
   // In chunks: the forward keeps every block's output, so a large evaluation batch would otherwise cost
   // memory in proportion (and run out of cache).
@@ -40,6 +39,7 @@ class Cnn final : public Model {
   std::string describe() const override;
 
  protected:
+  StepStats forward_backward_pass(const Batch& b, float loss_scale, GradPass pass) override;
   std::vector<int64_t> unparameterised_input() const override { return {shape_.height, shape_.width}; }
 
  private:

@@ -159,15 +159,10 @@ void Gpt::stage_batch(const Batch& b, const int32_t** tokens, const int32_t** ta
   *targets = stage(b.targets, N, targets_staging_);
 }
 
-StepStats Gpt::forward_backward(const Batch& b, float loss_scale) {
-  if (b.n == 0) {
-    grads_.zero();
-    gradients_ready(0);
-    return {};
-  }
+StepStats Gpt::forward_backward_pass(const Batch& b, float loss_scale, GradPass pass) {
   const int32_t *tokens = nullptr, *targets = nullptr;
   stage_batch(b, &tokens, &targets);
-  return run_blocks(nullptr, tokens, targets, b.n, loss_scale, true);
+  return run_blocks(nullptr, tokens, targets, b.n, loss_scale, true, pass);
 }
 
 StepStats Gpt::evaluate(const Batch& b) {

@@ -45,7 +45,6 @@ class Gpt final : public Model {
       bool hold = true);
 
   std::string type() const override { return "gpt"; }
-  StepStats forward_backward(const Batch& b, float loss_scale) override;
   StepStats evaluate(const Batch& b) override;
   int64_t targets_per_sample() const override { return t_; }
   std::string describe() const override;
@@ -58,6 +57,9 @@ class Gpt final : public Model {
     k_.download(host.data(), head_->logits(), host.size() * sizeof(float));
     return host;
   }
+
+ protected:
+  StepStats forward_backward_pass(const Batch& b, float loss_scale, GradPass pass) override;
 
  private:
   // Checks the batch's token ids on the host and stages tokens and targets for the kernels.

@@ -51,14 +51,9 @@ Mlp::Mlp(const std::vector<int64_t>& hidden, int64_t features, int64_t classes, 
   set_parameters(count, std::move(init), hold);
 }
 
-StepStats Mlp::forward_backward(const Batch& b, float loss_scale) {
-  if (b.n == 0) {
-    grads_.zero();
-    gradients_ready(0);
-    return {};
-  }
+StepStats Mlp::forward_backward_pass(const Batch& b, float loss_scale, GradPass pass) {
   return run_blocks(stage(b.x, b.n * dense_.front().in, x_staging_), nullptr, stage(b.targets, b.n, labels_staging_), b.n,
-                    loss_scale, true);
+                    loss_scale, true, pass);
 }
 
 StepStats Mlp::evaluate(const Batch& b) {

@@ -23,9 +23,11 @@ class Mlp final : public Model {
       const Kernels& k = cpu_kernels(), bool hold = true);
 
   std::string type() const override { return "mlp"; }
-  StepStats forward_backward(const Batch& b, float loss_scale) override;
   StepStats evaluate(const Batch& b) override;
   std::string describe() const override;
+
+ protected:
+  StepStats forward_backward_pass(const Batch& b, float loss_scale, GradPass pass) override;
 
  private:
   std::vector<DenseLayout> dense_;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "lib/core/error.h"
@@ -35,20 +36,61 @@ std::vector<LayerInfo> Model::layers() const {
   return all;
 }
 
+StepStats Model::forward_backward(const Batch& b, float loss_scale, int64_t micro_batch) {
+  if (b.n == 0) {
+    grads_.zero();
+    gradients_ready(0);
+    return {};
+  }
+  if (micro_batch <= 0 || micro_batch >= b.n) return forward_backward_pass(b, loss_scale, {});
+  // Micro-batch i views rows [begin, begin + m) of the batch's arrays.
+  const int64_t x_per = block(0).shape().in_floats, tokens_per = block(0).shape().in_tokens;
+  const int64_t targets_per = targets_per_sample();
+  StepStats total;
+  for (int64_t begin = 0; begin < b.n; begin += micro_batch) {
+    const int64_t m = std::min(micro_batch, b.n - begin);
+    const Batch part{m, b.x ? b.x + begin * x_per : nullptr, b.tokens ? b.tokens + begin * tokens_per : nullptr,
+                     b.targets + begin * targets_per};
+    const StepStats s = forward_backward_pass(part, loss_scale, {begin > 0, begin + m == b.n});
+    total.loss_sum += s.loss_sum;
+    total.correct += s.correct;
+    total.count += s.count;
+  }
+  return total;
+}
+
+void Model::set_recompute(std::vector<bool> recompute) {
+  DP_CHECK(int(recompute.size()) <= block_count(), "recomputation of the model's blocks");
+  recompute_ = std::move(recompute);
+}
+
 StepStats Model::run_blocks(const float* x, const int32_t* tokens, const int32_t* targets, int64_t n,
-                            float loss_scale, bool backward) {
+                            float loss_scale, bool backward, GradPass pass) {
   const ParamWindow w{params_.data(), grads_.data(), 0};
-  const BlockHooks h{[this](int64_t end) { parameters_needed(end); },
-                     [this](int64_t offset) { gradients_ready(offset); }, hook_slice_};
+  BlockHooks h{[this](int64_t end) { parameters_needed(end); }, nullptr, hook_slice_};
+  if (pass.last) h.gradients_ready = [this](int64_t offset) { gradients_ready(offset); };
   const int count = block_count();
   while (int(block_outs_.size()) < count) block_outs_.emplace_back(k_);
-  std::vector<int64_t> saved_at(size_t(count) + 1, 0);  // block i's saved activations, back to back
-  for (int i = 0; i < count; ++i) saved_at[size_t(i) + 1] = saved_at[size_t(i)] + n * block(i).shape().saved_floats;
-  if (backward) block_saved_.grow(size_t(saved_at.back()));
+  // What backward reads: block i's saved activations, back to back, but a recomputed block's, rebuilt
+  // one block at a time in block_rebuilt_.
+  std::vector<int64_t> saved_at(size_t(count) + 1, 0);
+  int64_t rebuilt = 0;
+  for (int i = 0; i < count; ++i) {
+    const int64_t floats = n * block(i).shape().saved_floats;
+    saved_at[size_t(i) + 1] = saved_at[size_t(i)] + (recomputes(i) ? 0 : floats);
+    if (recomputes(i)) rebuilt = std::max(rebuilt, floats);
+  }
+  if (backward) {
+    block_saved_.grow(size_t(saved_at.back()));
+    block_rebuilt_.grow(size_t(rebuilt));
+  }
   auto data = [&](int i) {
     const BlockShape& s = block(i).shape();
+    float* saved = nullptr;
+    if (backward && s.saved_floats > 0)
+      saved = recomputes(i) ? block_rebuilt_.data() : block_saved_.data() + saved_at[size_t(i)];
     return BlockData{n, i == 0 ? x : block_outs_[size_t(i) - 1].data(), tokens, targets, block_outs_[size_t(i)].data(),
-                     backward && s.saved_floats > 0 ? block_saved_.data() + saved_at[size_t(i)] : nullptr};
+                     saved};
   };
   StepStats stats;
   {
@@ -71,7 +113,7 @@ StepStats Model::run_blocks(const float* x, const int32_t* tokens, const int32_t
       buf.grow(size_t(n * block(i).shape().in_floats));
       dx = buf.data();
     }
-    block(i).backward(w, data(i), dy, dx, false, h);
+    recompute_and_backward(block(i), w, data(i), backward && recomputes(i), loss_scale, dy, dx, pass.accumulate, h);
     dy = dx;
   }
   if (traced.active()) k_.synchronize();

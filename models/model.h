@@ -25,10 +25,18 @@
 
 namespace dp {
 
+// How one pass of Model::forward_backward leaves the gradients: overwritten, or added to (accumulate: a
+// step's later micro-batches), and whether they are final after it (last: the hook announces them).
+struct GradPass {
+  bool accumulate = false;
+  bool last = true;
+};
+
 class Model {
  public:
   explicit Model(const Kernels& k)
-      : k_(k), scratch_(k), params_(k), grads_(k), block_saved_(k), block_dx_a_(k), block_dx_b_(k) {}
+      : k_(k), scratch_(k), params_(k), grads_(k), block_saved_(k), block_dx_a_(k), block_dx_b_(k),
+        block_rebuilt_(k) {}
   virtual ~Model() = default;
 
   virtual std::string type() const = 0;
@@ -79,8 +87,22 @@ class Model {
   std::vector<ParamRange> hook_ranges() const;
 
   // Forward and backward on a batch. Overwrites grads() with loss_scale * d(sum of loss terms)/d(params);
-  // b.n may be 0 (gradients become zero).
-  virtual StepStats forward_backward(const Batch& b, float loss_scale) = 0;
+  // b.n may be 0 (gradients become zero). With micro_batch > 0 the batch runs in micro-batches of at most
+  // that many samples, one after the other (the last may be smaller), each one's gradients added to the
+  // previous ones': the same sums up to float rounding, with the activations of one micro-batch at a
+  // time. The gradients-ready hook hears only the last micro-batch's backward (the others' gradients are
+  // not final), so gradient communication still runs once, overlapping the last backward.
+  StepStats forward_backward(const Batch& b, float loss_scale, int64_t micro_batch = 0);
+  // Activation recomputation per block (recompute[i] for block i; shorter: the rest not recomputed): a
+  // recomputed block keeps only its input during forward_backward's forward and runs its forward again,
+  // just before its backward, to rebuild what its backward reads. The same arithmetic, bit for bit; less
+  // memory (one block's saved activations at a time for them all), one more forward of those blocks.
+  void set_recompute(std::vector<bool> recompute);
+  // [train] recompute: every block recomputed ("all") or none.
+  void set_recompute(TrainRecompute which) {
+    set_recompute(std::vector<bool>(size_t(block_count()), which == TrainRecompute::all));
+  }
+  bool recomputes(int block) const { return size_t(block) < recompute_.size() && recompute_[size_t(block)]; }
   // Forward only.
   virtual StepStats evaluate(const Batch& b) = 0;
   // The most samples evaluate() runs through the blocks at once (0: the whole batch).
@@ -100,6 +122,8 @@ class Model {
   ModelShape shape() const;
 
  protected:
+  // Forward and backward of b.n >= 1 samples as `pass` says: what forward_backward runs per micro-batch.
+  virtual StepStats forward_backward_pass(const Batch& b, float loss_scale, GradPass pass) = 0;
   // Input dimensions that shape the model without showing in its parameter counts (a CNN's image size).
   virtual std::vector<int64_t> unparameterised_input() const { return {}; }
   void gradients_ready(int64_t offset) {
@@ -110,9 +134,11 @@ class Model {
   }
   // The one-stage run of blocks_ over n samples (x or tokens in the backend's memory; targets the
   // head's): forward, and with `backward` the loss gradient scaled by loss_scale back through every
-  // block, gradients overwritten, the hooks honoured. What forward_backward and evaluate do.
+  // block, gradients overwritten or added to as `pass` says, the parameters-needed hook honoured and the
+  // gradients-ready hook on the last pass, recomputed blocks rebuilt before their backward. What
+  // forward_backward_pass and evaluate do.
   StepStats run_blocks(const float* x, const int32_t* tokens, const int32_t* targets, int64_t n, float loss_scale,
-                       bool backward);
+                       bool backward, GradPass pass = {});
   // The parameters' initialisation, tensor by tensor, over `count` parameters; with `hold` the parameter
   // and gradient buffers allocated (gradients zero) and the parameters initialised.
   void set_parameters(int64_t count, std::vector<TensorInit> init, bool hold);
@@ -140,6 +166,8 @@ class Model {
   Buffer<float> grads_;
   std::vector<Buffer<float>> block_outs_;  // run_blocks: each block's output
   Buffer<float> block_saved_, block_dx_a_, block_dx_b_;
+  Buffer<float> block_rebuilt_;  // run_blocks: a recomputed block's saved activations, for its backward
+  std::vector<bool> recompute_;
 
  private:
   GradientsReady gradients_ready_;

@@ -24,6 +24,23 @@ double blocks_seconds(const pipeline::BlockProfile& p, int first, int last, doub
   return s * 1e-3;
 }
 
+// A data-parallel replica's forward and backward of n samples: in ceil(n / [train] micro_batch) parts, each
+// paying the blocks' fixed times, and with [train] recompute = "all" once more the forward of every block
+// that saves activations (what Model::run_blocks reruns).
+double replica_seconds(const Job& job, const ModelFacts& facts, const pipeline::BlockProfile& p, double n) {
+  const int64_t micro = job.train.micro_batch;
+  const double parts = micro > 0 && n > double(micro) ? std::ceil(n / double(micro)) : 1.0;
+  const bool recompute = job.train.recompute == TrainRecompute::all;
+  double s = 0;
+  for (size_t b = 0; b < facts.blocks.size(); ++b) {
+    const pipeline::BlockRow& r = p.blocks[b];
+    double fixed = r.forward_fixed_ms + r.backward_fixed_ms, all = r.forward_ms + r.backward_ms;
+    if (recompute && facts.blocks[b].saved_floats > 0) fixed += r.forward_fixed_ms, all += r.forward_ms;
+    s += parts * fixed + n * (all - fixed) / double(p.micro_batch);
+  }
+  return s * 1e-3;
+}
+
 double update_seconds(const pipeline::BlockProfile& p, int first, int last) {
   double s = 0;
   for (int b = first; b <= last; ++b) s += p.blocks[size_t(b)].update_ms;
@@ -75,7 +92,7 @@ void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster&
     r.memory = data_parallel_memory(job, facts, std::max(shares[i], first[i]), ranks[i] == 0 ? facts.eval_chunk : 0,
                                     state);
     if (t.profile) {
-      r.compute_s = blocks_seconds(*t.profile, 0, last, double(shares[i])) / speeds[i];
+      r.compute_s = replica_seconds(job, facts, *t.profile, double(shares[i])) / speeds[i];
       r.comm_s = comm;
       r.update_s = update;
       slowest = std::max(slowest, r.compute_s);
@@ -96,6 +113,17 @@ void data_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const
   e.strategy = fmt::format("data ({}, {} shares)", name_of(job.parallel.comm.algorithm),
                            b.mode == BalanceMode::idat ? "I-DAT" : "equal");
   detail::data_parallel_ranks(job, facts, c, t, all, job.train.global_batch, "data", e.ranks, e.step_s);
+}
+
+// What [train] micro_batch and recompute (the data-parallel and CGP ranks' memory levers) do, when set.
+void levers_note(const TrainSection& t, Estimate& e) {
+  if (t.micro_batch == 0 && t.recompute == TrainRecompute::none) return;
+  const std::string held = t.micro_batch > 0 ? fmt::format("at most {} samples", t.micro_batch) : "its share";
+  e.notes.push_back(fmt::format("[train] micro_batch = {}, recompute = \"{}\": a rank holds the activations of {}{}",
+                                t.micro_batch, name_of(t.recompute), held,
+                                t.recompute == TrainRecompute::all
+                                    ? ", the saved ones of one block at a time (and runs its forwards twice)"
+                                    : ""));
 }
 
 int64_t round_up(double bytes, double unit) { return int64_t(std::ceil(bytes / unit) * unit); }
@@ -135,6 +163,7 @@ Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c,
     case StrategyKind::cgp: detail::cgp_ranks(job, facts, c, t, e); break;
     case StrategyKind::pipeline: detail::pipeline_ranks(job, facts, c, t, e); break;
   }
+  if (job.parallel.strategy != StrategyKind::pipeline) levers_note(job.train, e);
   std::sort(e.ranks.begin(), e.ranks.end(), [](const RankEstimate& a, const RankEstimate& b) { return a.rank < b.rank; });
   for (RankEstimate& r : e.ranks) {
     r.host_bytes += facts.dataset_bytes;

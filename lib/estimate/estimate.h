@@ -57,7 +57,8 @@ struct ModelFacts {
   int64_t input_tokens = 0;        // per sample: token ids (text)
   int64_t targets_per_sample = 1;
   int64_t train_samples = 0, test_samples = 0;
-  int64_t eval_chunk = 0;          // samples rank 0 evaluates at once (lib/train/run_setup.cpp)
+  int64_t eval_chunk = 0;          // samples rank 0 evaluates at once (lib/train/run_setup.cpp; [train]
+                                   //   micro_batch caps it)
   double dataset_bytes = 0;        // what every rank holds of the data set in memory
   double fixed_bytes = 0;          // the model's buffers besides parameters, gradients and activations
                                    //   (a CNN's convolution workspace, a head's constant vectors)
@@ -143,8 +144,9 @@ struct Options {
 Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& cluster, const Timing& timing,
                       const Options& options);
 
-// Buffers of one data-parallel rank (the whole model, Model::run_blocks) training `samples` per step and
-// evaluating `eval_samples` at once (rank 0), its optimizer holding state for `state_params` parameters.
+// Buffers of one data-parallel rank (the whole model, Model::run_blocks) training `samples` per step (in
+// micro-batches of [train] micro_batch, recomputing as [train] recompute says) and evaluating
+// `eval_samples` at once (rank 0), its optimizer holding state for `state_params` parameters.
 MemoryTerms data_parallel_memory(const Job& job, const ModelFacts& facts, int64_t samples, int64_t eval_samples,
                                  int64_t state_params);
 

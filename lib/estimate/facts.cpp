@@ -50,6 +50,7 @@ ModelFacts model_facts(const Job& job) {
   f.test_samples = data.test.count;
   f.eval_chunk = std::min(evaluation_chunk(data.test), data.test.count);
   if (model.evaluation_chunk > 0) f.eval_chunk = std::min(f.eval_chunk, model.evaluation_chunk);
+  if (job.train.micro_batch > 0) f.eval_chunk = std::min(f.eval_chunk, job.train.micro_batch);
   f.dataset_bytes = bytes_of(data.train) + bytes_of(data.test);
   return f;
 }

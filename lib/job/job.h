@@ -72,6 +72,10 @@ struct TrainSection {
   DeviceRequest device = DeviceRequest::automatic;  // auto: a GPU when usable, else the CPU (says which)
   Precision precision = Precision::fp32;            // bf16: GPU only, GEMMs on bf16 tensor cores
   OnNonfinite on_nonfinite = OnNonfinite::stop;     // a step whose loss is not finite: stop the run | skip it
+  // Memory levers of a data-parallel replica (strategies data and cgp; a pipeline has its own):
+  int64_t micro_batch = 0;  // samples a rank runs through the model at once (its share in parts, gradients
+                            //   accumulated; evaluation in parts too); 0: its whole share
+  TrainRecompute recompute = TrainRecompute::none;  // all: every block keeps only its input, rebuilds the rest
 };
 
 // [parallel.comm]: how gradients travel between data-parallel ranks.

@@ -24,6 +24,7 @@ enum class CommAlgorithm { native, ring, mra };
 enum class BalanceMode { equal, idat };
 enum class CgpSolver { aga, pls, exhaustive, sorted };
 enum class Recompute { automatic, none, all };
+enum class TrainRecompute { none, all };  // [train] recompute: no planner to choose blocks, so no auto
 enum class Launcher { automatic, mpirun, srun };
 enum class ProgressMode { automatic, bar, plain, none };
 
@@ -48,6 +49,7 @@ DP_ENUM_NAMES(CommAlgorithm, "native", "ring", "mra");
 DP_ENUM_NAMES(BalanceMode, "equal", "idat");
 DP_ENUM_NAMES(CgpSolver, "aga", "pls", "exhaustive", "sorted");
 DP_ENUM_NAMES(Recompute, "auto", "none", "all");
+DP_ENUM_NAMES(TrainRecompute, "none", "all");
 DP_ENUM_NAMES(Launcher, "auto", "mpirun", "srun");
 DP_ENUM_NAMES(ProgressMode, "auto", "bar", "plain", "none");
 #undef DP_ENUM_NAMES

@@ -116,6 +116,21 @@ static Check check_micro_batches(const Job& j) {
                  "give a divisor of the global batch, or 0 to let the planner choose", "train.global_batch"};
 }
 
+// [train] micro_batch and recompute act on a replica's step (strategies data and cgp); a pipeline's stages
+// have their own (parallel.pipeline.micro_batches and recompute).
+static Check not_for_pipeline(const Job& j, bool set, const char* instead) {
+  if (!set || j.parallel.strategy != StrategyKind::pipeline) return std::nullopt;
+  return Problem{"applies to strategies \"data\" and \"cgp\", not to \"pipeline\"", -1,
+                 fmt::format("a pipeline's stages use parallel.pipeline.{}", instead), "parallel.strategy"};
+}
+static Check check_train_micro_batch(const Job& j) {
+  if (auto p = at_least(j.train.micro_batch, 0)) return p;
+  return not_for_pipeline(j, j.train.micro_batch > 0, "micro_batches");
+}
+static Check check_train_recompute(const Job& j) {
+  return not_for_pipeline(j, j.train.recompute != TrainRecompute::none, "recompute");
+}
+
 // --- The schema ------------------------------------------------------------------------------------------
 #define DP_FIELD(member) [](Job& j) -> FieldRef { return &j.member; }
 #define DP_ENUM(member) [](Job& j) -> FieldRef { return enum_ref(&j.member); }
@@ -169,6 +184,8 @@ const std::vector<KeySpec>& schema() {
       {"train", "device", DP_ENUM_FOLDED(train.device), nullptr},
       {"train", "precision", DP_ENUM(train.precision), nullptr},
       {"train", "on_nonfinite", DP_ENUM(train.on_nonfinite), nullptr},
+      {"train", "micro_batch", DP_FIELD(train.micro_batch), check_train_micro_batch},
+      {"train", "recompute", DP_ENUM(train.recompute), check_train_recompute},
 
       {"parallel", "strategy", DP_ENUM(parallel.strategy), nullptr},
 

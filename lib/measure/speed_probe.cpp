@@ -26,6 +26,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
   const Kernels& kernels = *select_device(job, comm).kernels;
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
   auto model = make_model(job.model, data.train.shape(), job.job.seed, kernels);
+  model->set_recompute(job.train.recompute);  // timed as it trains
   const std::vector<int64_t> shares = equal_shares(std::min(job.train.global_batch, data.train.count), comm.size());
   const int64_t timed = batch > 0 ? std::min(batch, shares[size_t(comm.rank())]) : shares[size_t(comm.rank())];
   const std::vector<uint32_t> order = epoch_permutation(data.train.count, job.job.seed, 0);
@@ -40,7 +41,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
     const auto mine = rank_indices(order, job.train.global_batch, step, shares, comm.rank()).first(size_t(timed));
     const auto t0 = std::chrono::steady_clock::now();
     const ComputeTimer timer(paced_by_thread_cpu(kernels));
-    model->forward_backward(gather_batch(data.train, mine, buffer), 1.0f);
+    model->forward_backward(gather_batch(data.train, mine, buffer), 1.0f, job.train.micro_batch);
     kernels.synchronize();  // GPU work is asynchronous: time the backward, not its launch
     emulator.delay(0, timer.wall_seconds(), timer.cpu_seconds());  // the speed at the run's start
     if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

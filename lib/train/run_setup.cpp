@@ -97,9 +97,10 @@ void agree_on_resume(Communicator& comm, Setup& s, const Job& job) {
 
 namespace dp {
 
-StepStats evaluate_on_rank0(const Communicator& comm, Model& model, const Dataset& held_out) {
+StepStats evaluate_on_rank0(const Communicator& comm, Model& model, const Dataset& held_out, int64_t micro_batch) {
   if (comm.rank() != 0) return {};
-  const int64_t chunk = evaluation_chunk(held_out);
+  const int64_t chunk = micro_batch > 0 ? std::min(micro_batch, evaluation_chunk(held_out))
+                                        : evaluation_chunk(held_out);
   std::vector<uint32_t> idx;
   BatchBuffer buffer;
   StepStats total;

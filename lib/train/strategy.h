@@ -60,8 +60,10 @@ struct Reached {
   int stop_rank = -1;    // the lowest rank that received it
 };
 
-// Rank 0 (others return {} at once): `model` on the whole held-out split, in evaluation_chunk()s.
-StepStats evaluate_on_rank0(const Communicator& comm, Model& model, const Dataset& held_out);
+// Rank 0 (others return {} at once): `model` on the whole held-out split, in evaluation_chunk()s, or in
+// parts of at most micro_batch samples ([train] micro_batch) when that is > 0 and smaller.
+StepStats evaluate_on_rank0(const Communicator& comm, Model& model, const Dataset& held_out,
+                            int64_t micro_batch = 0);
 
 // After step `step`, from every rank's record of it (a `stop_signal` field each, 0: none): where the
 // strategy stops, the same on every rank.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `dptrain estimate` against what `dptrain run` measures: short runs of the MLP, CNN and GPT under every
-# strategy that applies (data with MRA and plain, I-DAT shares, CGP, pipeline), every rank's estimated
-# buffers (memory total) within 10% of its allocated_peak_bytes in summary.json, and its resident size
-# within 15% of resident_peak_bytes. Prints the table. Pipelines are given their micro-batch count (the
-# planner's choice needs times, which --no-timing leaves out). Usage: bash estimate_memory.sh PATH/TO/dptrain REPO_ROOT
+# strategy that applies (data with MRA and plain, I-DAT shares, CGP, pipeline; data and CGP with [train]
+# micro_batch and recompute too), every rank's estimated buffers (memory total) within 10% of its
+# allocated_peak_bytes in summary.json, and its resident size within 15% of resident_peak_bytes. Prints the
+# table. Pipelines are given their micro-batch count (the planner's choice needs times, which --no-timing
+# leaves out). Usage: bash estimate_memory.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
 ROOT=$(realpath "$2")
@@ -61,7 +62,10 @@ check mlp-cgp quickstart parallel.strategy=cgp launch.ranks=4 'parallel.cgp.grou
 check mlp-pipeline quickstart parallel.strategy=pipeline 'parallel.pipeline.stages="0-1,2"' \
   parallel.pipeline.micro_batches=8
 check cnn-data-mra cnn 'model.channels=[4,8,16]'
+check cnn-data-levers cnn 'model.channels=[4,8,16]' train.micro_batch=8 train.recompute=all
 check cnn-cgp cnn 'model.channels=[4,8,16]' parallel.strategy=cgp 'parallel.cgp.groups=[0,1]'
+check cnn-cgp-levers cnn 'model.channels=[4,8,16]' parallel.strategy=cgp 'parallel.cgp.groups=[0,1]' \
+  train.micro_batch=8 train.recompute=all
 check cnn-pipeline cnn 'model.channels=[4,8,16]' parallel.strategy=pipeline 'parallel.pipeline.stages="0-2,3-6"' \
   parallel.pipeline.micro_batches=8
 check gpt-data-mra gpt model.layers=2 launch.ranks=4

@@ -1,7 +1,7 @@
 // The estimate's search for the fewest devices of a kind (lib/estimate/fit.cpp) against the estimate on
 // every device count: the answer is the first count whose largest rank fits the kind's memory, and the
-// count before it does not fit; a kind nothing fits on says so. Also the request's sizes and the
-// roofline times of a known device.
+// count before it does not fit; a kind nothing fits on says so. Also the request's sizes, the roofline
+// times of a known device, and what [train] micro_batch and recompute change in both.
 #define BOOST_TEST_MODULE estimate_fit
 #include <boost/test/unit_test.hpp>
 
@@ -77,4 +77,35 @@ BOOST_AUTO_TEST_CASE(request_and_roofline) {
   BOOST_TEST(e.flops_per_step == flops_s * 64);
   BOOST_TEST(e.job_s > e.step_s * double(e.total_steps));  // evaluations on top
   BOOST_TEST(e.request.time_limit_s > e.job_s);
+}
+
+// [train] micro_batch and recompute trade time for memory: recomputing adds about one forward (a forward
+// is about a third of forward and backward), micro-batches pay the blocks' fixed times once each, and
+// either lets the job fit on fewer devices of a small kind.
+BOOST_AUTO_TEST_CASE(memory_levers_trade_time_for_memory) {
+  const Job plain = gpt_job();
+  Job rebuilt = plain, parts = plain;
+  rebuilt.train.recompute = TrainRecompute::all;
+  parts.train.micro_batch = 4;
+  const estimate::ModelFacts facts = estimate::model_facts(plain), part_facts = estimate::model_facts(parts);
+  estimate::Timing t;
+  t.profile = estimate::roofline_profile(facts, estimate::device_kind("h200", "--device"), false, 16);
+  auto rank0 = [&](const Job& job, const estimate::ModelFacts& f) {
+    return estimate::estimate_job(job, f, cluster_from_job(job), t, {}).ranks.front();
+  };
+  const estimate::RankEstimate a = rank0(plain, facts), r = rank0(rebuilt, facts), p = rank0(parts, part_facts);
+  BOOST_TEST_MESSAGE("rank 0: " << a.compute_s << " s, " << a.memory.total() << " B; recompute all " << r.compute_s
+                                << " s, " << r.memory.total() << " B; micro_batch 4 " << p.compute_s << " s, "
+                                << p.memory.total() << " B");
+  BOOST_TEST(r.compute_s > a.compute_s);
+  BOOST_TEST(r.compute_s < 1.5 * a.compute_s);
+  BOOST_TEST(p.compute_s >= a.compute_s);
+  BOOST_TEST(r.memory.total() < a.memory.total());
+  BOOST_TEST(p.memory.total() < a.memory.total());
+  estimate::DeviceKind d{"small", 0, 1, 0, 1};
+  d.memory_gb = peak_on(plain, facts, 3) * 1.01 / 1e9;  // three of them hold the plain job
+  const int64_t plain_devices = estimate::fewest_devices(plain, facts, {}, d).devices;
+  BOOST_TEST(plain_devices == 3);
+  BOOST_TEST(estimate::fewest_devices(rebuilt, facts, {}, d).devices < plain_devices);
+  BOOST_TEST(estimate::fewest_devices(parts, part_facts, {}, d).devices < plain_devices);
 }

@@ -1,7 +1,7 @@
 // Whole models on the CUDA kernel table against the same models on the CPU table: identical initial
-// parameters, then loss, accuracy counts and every gradient on random batches, an AdamW step, evaluation,
-// and bf16 GEMMs within a looser tolerance. The CPU path is itself checked against finite differences
-// (tests/models/).
+// parameters, then loss, accuracy counts and every gradient on random batches (whole, and in micro-batches
+// recomputing every block), an AdamW step, evaluation, and bf16 GEMMs within a looser tolerance. The CPU
+// path is itself checked against finite differences (tests/models/).
 #define BOOST_TEST_MODULE gpu_models
 #include "tests/gpu/gpu_testing.h"
 
@@ -95,6 +95,14 @@ void compare(const Case& c, double tol) {
     expect_close(l.name, {g_gpu.begin() + b, g_gpu.begin() + e}, {g_cpu.begin() + b, g_cpu.begin() + e},
                  tol * 10);
   }
+
+  // In micro-batches of 3 (the batch's last one shorter), every block recomputed: the same gradients,
+  // accumulated on the device (models/model.h).
+  gpu_model->set_recompute(TrainRecompute::all);
+  const StepStats parts = gpu_model->forward_backward(rb.batch, scale, 3);
+  gpu_model->set_recompute(TrainRecompute::none);
+  BOOST_TEST(parts.loss_sum == want.loss_sum, boost::test_tools::tolerance(tol));
+  expect_close("gradients in micro-batches, recomputed", gpu_model->grads_to_host(), cpu_model->grads_to_host(), tol);
 
   // Evaluation (forward only) on a second batch.
   const RandomBatch eb(c.shape, c.batch + 2, 99);

@@ -80,6 +80,8 @@ global_batch = 64
 eval_every = 25
 threads = 2
 device = "cpu"
+micro_batch = 4
+recompute = "all"
 
 [parallel]
 strategy = "cgp"

@@ -119,7 +119,9 @@ class CgpStrategy final : public Strategy {
     return reached;
   }
 
-  StepStats evaluate(const Dataset& held_out) override { return evaluate_on_rank0(in_.comm, in_.model, held_out); }
+  StepStats evaluate(const Dataset& held_out) override {
+    return evaluate_on_rank0(in_.comm, in_.model, held_out, in_.job.train.micro_batch);
+  }
 
   Checkpoint checkpoint(int64_t step, const std::string&) override {
     // Every group's whole optimizer state, gathered to rank 0 in group order.

@@ -58,7 +58,9 @@ class DataStrategy final : public Strategy, private SyncWork {
     return loop_.train_until(done, until, *this, sink);
   }
 
-  StepStats evaluate(const Dataset& held_out) override { return evaluate_on_rank0(in_.comm, in_.model, held_out); }
+  StepStats evaluate(const Dataset& held_out) override {
+    return evaluate_on_rank0(in_.comm, in_.model, held_out, in_.job.train.micro_batch);
+  }
 
   Checkpoint checkpoint(int64_t step, const std::string&) override {
     std::vector<float> state = update_.full_state(*optimizer_);  // collective: sharded state comes together

@@ -17,7 +17,8 @@ double ms_since(Clock::time_point a, Clock::time_point b) { return std::chrono::
 }  // namespace
 
 StepUpdate::StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<CollectiveQueue> gpu_queue)
-    : model_(model), queue_(std::move(gpu_queue)) {
+    : model_(model), queue_(std::move(gpu_queue)), micro_batch_(job.train.micro_batch) {
+  model.set_recompute(job.train.recompute);
   const bool host = model.kernels().host_memory;
   if (!host && !queue_) return;  // a single GPU: nothing to synchronise
   const GradSyncOptions options = grad_sync_options(job.parallel.comm);
@@ -33,6 +34,7 @@ StepUpdate::~StepUpdate() {
   model_.on_gradients_ready(nullptr);
   model_.on_parameters_needed(nullptr);
   model_.set_hook_slice(0);
+  model_.set_recompute(std::vector<bool>{});
 }
 
 std::string StepUpdate::describe() const {
@@ -88,11 +90,11 @@ RankStep timed_step(StepUpdate& update, Optimizer& opt, double lr, Model& model,
                     std::span<const uint32_t> indices, BatchBuffer& buffer, float grad_scale,
                     SlowdownEmulator& emulator, int64_t emulated_step, Clock::time_point step_start) {
   // Compute: gather, forward, backward (under MRA, finished buckets are already being summed and applied
-  // meanwhile).
+  // meanwhile: the last micro-batch's, whose backward completes the gradients).
   update.begin(opt, lr);
   const ComputeTimer timer(paced_by_thread_cpu(model.kernels()));
   RankStep r;
-  r.stats = model.forward_backward(gather_batch(data, indices, buffer), grad_scale);
+  r.stats = model.forward_backward(gather_batch(data, indices, buffer), grad_scale, update.micro_batch());
   model.kernels().synchronize();  // GPU work is asynchronous: time the backward, not its launch
   // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
   const double forward_wait_s = update.forward_wait_ms() / 1000;

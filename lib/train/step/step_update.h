@@ -26,8 +26,12 @@ namespace dp {
 class StepUpdate {
  public:
   // gpu_queue: the GPU ranks' NCCL queue (make_nccl_queue; nullptr on the CPU, or for a single GPU rank).
+  // Also applies [train]'s memory levers to the replica: the model recomputes its blocks as
+  // [train] recompute says, and timed_step runs its share in micro-batches of [train] micro_batch.
   StepUpdate(const Job& job, Communicator& comm, Model& model, std::unique_ptr<CollectiveQueue> gpu_queue);
   ~StepUpdate();
+  // [train] micro_batch: the most samples one forward and backward runs (0: the rank's whole share).
+  int64_t micro_batch() const { return micro_batch_; }
 
   std::string describe() const;
   // Parameters whose optimizer state this rank keeps (all, or its shards under sharded MRA).
@@ -54,10 +58,12 @@ class StepUpdate {
   Optimizer* opt_ = nullptr;
   double lr_ = 0;
   int64_t step_ = 0;  // the optimizer step begun by begin()
+  int64_t micro_batch_ = 0;
 };
 
 // One rank's part of a synchronous step, timed as I-DAT balances it: the update begun with `lr`, forward
-// and backward of the samples `indices` (gradients scaled by `grad_scale`), the emulated slowdown of step
+// and backward of the samples `indices` (gradients scaled by `grad_scale`; in micro-batches of
+// update.micro_batch() samples, the gradients accumulated and communicated once), the emulated slowdown of step
 // `emulated_step`, then the rest of the update. compute_ms runs from `step_start` (the end of the rank's
 // previous step, so its host work in between counts) and leaves out the forward's waits for parameters.
 struct RankStep {

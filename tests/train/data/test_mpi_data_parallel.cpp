@@ -128,6 +128,45 @@ BOOST_AUTO_TEST_CASE(cnn_and_gpt_train_alike_on_any_rank_count) {
   }
 }
 
+// [train] micro_batch and recompute through the whole run (job keys, strategy "data", MRA, evaluation in
+// parts): micro-batches that divide the shares and that do not give the whole shares' losses up to
+// rounding, and recomputing every block gives them exactly. (What they save is metered in
+// models_test_model_memory_levers and estimate_test_estimate_memory: the process's meter here keeps one
+// peak across all the runs of this process.)
+BOOST_AUTO_TEST_CASE(memory_levers_train_like_whole_shares) {
+  auto world = dp::mpi_world();
+  const std::vector<std::vector<std::string>> models = {
+      {"model.type=mlp", "train.steps=6"},
+      {"model.type=cnn", "model.channels=[4, 8]", "data.dataset=fashion-mnist", "train.steps=4",
+       "train.global_batch=12", "data.test_samples=50"},
+      {"model.type=gpt", "model.layers=1", "model.width=32", "model.heads=2", "model.context=32",
+       "data.dataset=text", "data.context=32", "train.steps=4", "train.global_batch=12"},
+  };
+  for (const auto& base : models) {
+    const std::string dir = shared_scratch(*world, "levers-" + base[0].substr(11));
+    auto with = [&](std::vector<std::string> levers) {
+      levers.insert(levers.begin(), base.begin(), base.end());
+      return levers;
+    };
+    const auto parts = run(*world, dir + "/parts", false, -1, with({"train.micro_batch=2"}));
+    const auto uneven = run(*world, dir + "/uneven", false, -1, with({"train.micro_batch=5"}));
+    const auto rebuilt = run(*world, dir + "/rebuilt", false, -1, with({"train.recompute=all"}));
+    const auto whole = run(*world, dir + "/whole", false, -1, with({}));
+    const double worst = std::max(max_relative_difference(parts.losses, whole.losses),
+                                  max_relative_difference(uneven.losses, whole.losses));
+    BOOST_TEST_MESSAGE(base[0] << ", ranks " << world->size() << ": micro-batches, max relative loss difference "
+                               << worst);
+    BOOST_TEST(worst < 1e-5, base[0] << ": " << worst);
+    BOOST_TEST(rebuilt.losses == whole.losses, boost::test_tools::per_element());
+    if (world->rank() == 0) {
+      BOOST_TEST(std::abs(parts.summary.test_loss - whole.summary.test_loss) <= 1e-5 * whole.summary.test_loss);
+      BOOST_TEST(rebuilt.summary.test_loss == whole.summary.test_loss);
+    }
+    world->barrier();
+    if (world->rank() == 0) fs::remove_all(dir);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(resume_continues_exactly) {
   auto world = dp::mpi_world();
   const std::string dir = shared_scratch(*world, "resume");
