@@ -1,8 +1,9 @@
 // The estimate's CGP and pipeline ranks (estimate_internal.h). A CGP rank trains its group's share like a
-// data-parallel rank of that group; a pipeline rank holds its stage as the planner's memory model says
-// (lib/pipeline: what a stage's buffers hold, tested). Both strategies also keep the whole model on every
-// rank (evaluation and checkpoints) and time it before training on a second copy (the speed probe), and a
-// pipeline's rank 0 times every block when no profile is given: MemoryTerms::other.
+// data-parallel rank of that group, and keeps the whole model besides (the global model's exchanges) and
+// times it before training on a second copy (the speed probe): MemoryTerms::other. A pipeline rank holds
+// its stage as the planner's memory model says (lib/pipeline: what a stage's buffers hold, tested), the
+// model's fixed buffers, and before training times the blocks one at a time (lib/measure/layer_profile):
+// its peak is the larger of the two.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,6 +23,31 @@ double whole_model_bytes(const ModelFacts& f) { return 8.0 * double(f.parameters
 // A second model timed on `samples` (forward and backward, no optimizer), alive before training.
 double probe_bytes(const Job& job, const ModelFacts& f, int64_t samples) {
   return data_parallel_memory(job, f, samples, 0, 0).total();
+}
+
+// The blocks timed one at a time on n samples (layer_profile.cpp's time_blocks): the data's buffers, two
+// activation buffers passed from block to block, the saved activations, the input gradient and the
+// blocks' working memory, each grown to the largest block's so far, beside one block's parameters,
+// gradients (with the weights it shares) and, while its update is timed, its optimizer state.
+double block_probe_bytes(const Job& job, const ModelFacts& f, int64_t n) {
+  const double N = double(n);
+  const int slots = job.optim.name == OptimizerKind::adamw ? 2 : 1;
+  double a = N * double(f.input_floats), b = 0, saved = 0, dx = 0, scratch = 0, peak = 0;
+  const double ids = 4.0 * N * double(f.input_tokens + f.targets_per_sample);
+  for (size_t i = 0; i < f.blocks.size(); ++i) {
+    const BlockShape& s = f.blocks[i];
+    b = std::max(b, N * double(s.out_floats));
+    saved = std::max(saved, N * double(s.saved_floats));
+    if (i > 0) dx = std::max(dx, N * double(s.in_floats));
+    scratch = std::max(scratch, N * double(s.scratch_floats) + double(s.scratch_fixed_floats));
+    int64_t begin = s.param_offset, end = s.param_offset + s.param_count;
+    if (s.shared_count > 0)
+      begin = std::min(begin, s.shared_offset), end = std::max(end, s.shared_offset + s.shared_count);
+    const double window = 2.0 * double(end - begin), state = double(slots) * double(s.param_count);
+    peak = std::max(peak, 4.0 * (a + b + saved + dx + scratch + window + state) + ids);
+    std::swap(a, b);
+  }
+  return peak + f.fixed_bytes;
 }
 
 cgp::Grouping job_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {
@@ -75,9 +101,7 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
   const pipeline::Prediction& pred = choice.result.prediction;
   e.strategy = fmt::format("pipeline ({} stage(s), {} micro-batches, {})", plan.stages.size(), plan.micro_batches,
                            choice.how);
-  const double whole = whole_model_bytes(facts);
-  const double probe = probe_bytes(job, facts, profile_micro_batch(job));
-  const double eval = data_parallel_memory(job, facts, 0, facts.eval_chunk, 0).total() - whole;
+  const double probe = block_probe_bytes(job, facts, std::min(profile_micro_batch(job), facts.train_samples));
   const pipeline::detail::Prefix prefix(w);
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const pipeline::Stage& st = plan.stages[s];
@@ -95,16 +119,13 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
       r.memory.optimizer = bytes.state - 2.0 * params;
       r.memory.activations = double(sp.shares[i]) * double(sp.in_flight) * bytes.per_sample_in_flight;
       r.memory.workspace = double(sp.shares[i]) * bytes.per_sample_once;
-      // Besides the stage: the whole model (rank 0 evaluates it, after training began); before training,
-      // the probe's copy (and rank 0's block timing, about as large).
-      const double training = sp.peak_bytes[i] + whole + (r.rank == 0 ? eval : 0.0);
-      r.memory.other = std::max(training, whole + probe) - sp.peak_bytes[i];
+      // Besides the stage: the model's fixed buffers; before training, the blocks timed one at a time.
+      r.memory.other = std::max(sp.peak_bytes[i] + facts.fixed_bytes, probe) - sp.peak_bytes[i];
       if (t.profile) {
         r.compute_s = double(plan.micro_batches) * (sp.forward_s + sp.backward_s);
         r.comm_s = double(plan.micro_batches) * sp.link_s + sp.allreduce_s;
         r.update_s = sp.update_s;
       }
-      r.host_bytes += facts.dataset_bytes;  // the probe loads the data set a second time
       e.ranks.push_back(r);
     }
   }

@@ -3,8 +3,10 @@
 # held to the capacity. Under strategies data and pipeline:
 #  - a run given room trains, every rank's allocated peak (summary.json) under its capacity;
 #  - resumed with less than that peak, it fails the way a GPU does: exit 1, one line naming the rank, its
-#    role (a stage under pipeline), what was being allocated, the bytes asked and free; the checkpoints
-#    already written are byte for byte as they were, and a resume with room continues from them;
+#    role, what was being allocated, the bytes asked and free; a pipeline, whose planner knows the
+#    capacity, may instead be refused before it starts (exit 2, one line naming the block that cannot
+#    fit); either way the checkpoints already written are byte for byte as they were, and a resume with
+#    room continues from them;
 #  - the capacity comes from [cluster] memory_gb under as_described too.
 # Usage: bash emulated_memory.sh PATH/TO/dptrain REPO_ROOT
 set -u
@@ -56,10 +58,17 @@ for strategy in data pipeline; do
   [[ $strategy == pipeline ]] && role='(stage [01] of 2|pipeline rank timing the blocks one at a time)'
   lines=$(grep -Ec "rank [01]: \[cluster.emulate\] memory_gb: error: ($role: )?out of memory allocating [0-9.]+ MB for [a-z]" \
     "$TMP/$strategy-b.log")
-  [[ $rc -eq 1 && $lines -ge 1 ]] &&
-    grep -q "MB free of its $(awk -v b="$small" 'BEGIN { printf "%.1f", b / 1e6 }') MB" "$TMP/$strategy-b.log" &&
-    ok "$strategy: with $gb GB it fails: exit 1, the rank, its role, what and the bytes named" ||
-    not_ok "$strategy: out of memory" "exit $rc, $lines line(s): $(grep dptrain: "$TMP/$strategy-b.log" | tail -3)"
+  planned=$(grep -Ec '\[parallel.pipeline\] stages: error: the stages do not fit memory even recomputing: block [0-9]+ \(.*\) alone needs' \
+    "$TMP/$strategy-b.log")
+  if [[ $strategy == pipeline && $rc -eq 2 ]]; then
+    [[ $planned -eq 1 ]] && ok "$strategy: with $gb GB it is refused before it starts: exit 2, the block named" ||
+      not_ok "$strategy: refused" "$(grep dptrain: "$TMP/$strategy-b.log" | tail -3)"
+  else
+    [[ $rc -eq 1 && $lines -ge 1 ]] &&
+      grep -q "MB free of its $(awk -v b="$small" 'BEGIN { printf "%.1f", b / 1e6 }') MB" "$TMP/$strategy-b.log" &&
+      ok "$strategy: with $gb GB it fails: exit 1, the rank, its role, what and the bytes named" ||
+      not_ok "$strategy: out of memory" "exit $rc, $lines line(s): $(grep dptrain: "$TMP/$strategy-b.log" | tail -3)"
+  fi
   [[ $(md5sum "$TMP/$strategy/checkpoints/"* | sort) == "$sums_before" ]] &&
     ok "$strategy: the checkpoints are as they were" || not_ok "$strategy: checkpoints changed"
 

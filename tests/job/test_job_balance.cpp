@@ -28,7 +28,7 @@ BOOST_AUTO_TEST_CASE(tables) {
   BOOST_TEST(jd::key_names("cluster.emulate") ==
                  (std::vector<std::string>{"slowdown", "fluctuate_rank", "fluctuate_from", "fluctuate_to",
                                            "fluctuate_factor", "fluctuate_move_every", "random_walk", "link_gbps",
-                                           "link_latency_us", "as_described"}),
+                                           "link_latency_us", "memory_gb", "as_described"}),
              boost::test_tools::per_element());
   BOOST_TEST(jd::first_key_below("cluster") == "cluster.file");
 }
