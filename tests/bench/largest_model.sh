@@ -111,7 +111,7 @@ PY
     --set train.steps=20 >"$TMP/$config-solo.log" 2>&1
   worst=$(paste <(losses "$TMP/$config-run") <(losses "$TMP/$config-solo") | awk 'BEGIN { w = 0; n = 0 }
     { d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d; n++ } END { printf "%.2e over %d", w, n }')
-  deeper=$(grep -m1 -E 'error' "$TMP/$config-$bad.log" | sed 's/ (hint:.*//' | cut -c1-160)
+  deeper=$(grep -m1 -E 'dptrain: .*error' "$TMP/$config-$bad.log" | sed 's/ (hint:.*//' | cut -c1-160)
   echo "$config: $good layers ($(awk -v g="$good" -v b="$bound" 'BEGIN { printf "%.0f%%", 100 * g / b }') of the" \
        "bound); peaks $peaks MB, not training state $share; losses vs one process: max relative difference $worst;" \
        "$bad layers: $deeper"
