@@ -121,7 +121,6 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     optimizer_->set_steps_taken(from.optimizer_steps);
   }
 
-
   Reached train_until(int64_t done, int64_t until, const StepSink& sink) override {
     const MeterScope scope(meter_);
     phase_step_ms_.clear();
