@@ -80,6 +80,7 @@ StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int f
   // Under a sharded update each replica updates 1/k of the parameters.
   const double update = Prefix::sum(p.update, first, last) /
                         (w.sharded_per_param_byte > 0 && ranks.size() > 1 ? double(ranks.size()) : 1.0);
+  const DeviceBytes bytes = device_bytes(w, p, first, last, recompute, ranks.size());  // alike on every replica
   for (size_t i = 0; i < ranks.size(); ++i) {
     const double speed = c.rank(ranks[i]).speed, x = double(s.shares[i]);
     s.update_s = std::max(s.update_s, update / speed);
@@ -87,7 +88,7 @@ StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int f
     s.forward_s = std::max(s.forward_s, (x * fwd + fwd_fixed) / speed);
     s.backward_s = std::max(s.backward_s, (x * (bwd + recompute_per_sample) + bwd_fixed + recompute_fixed) / speed);
     s.recompute_s = std::max(s.recompute_s, (x * recompute_per_sample + recompute_fixed) / speed);
-    const double peak = device_peak_bytes(w, p, first, last, in_flight, s.shares[i], recompute, ranks.size());
+    const double peak = bytes.state + x * (double(in_flight) * bytes.per_sample_in_flight + bytes.per_sample_once);
     const double memory = c.rank(ranks[i]).memory_gb * 1e9;
     s.peak_bytes.push_back(peak);
     s.memory_bytes.push_back(memory);

@@ -47,12 +47,16 @@ struct StageEntry {
 
 class ExactSearch {
  public:
-  ExactSearch(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory, double upper_bound)
+  ExactSearch(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory, double upper_bound,
+              detail::Clock::time_point deadline, int64_t& steps_left)
       : w_(w), c_(c), p_(w), n_(int(w.blocks.size())), d_(c.size()), M_(micro_batches),
         micro_batch_(w.global_batch / micro_batches), respect_memory_(respect_memory),
-        upper_bound_(upper_bound * (1 + 1e-9)), at_(size_t(n_) + 1), classes_(detail::device_classes(c)) {}
+        upper_bound_(upper_bound * (1 + 1e-9)), deadline_(deadline), steps_left_(steps_left), at_(size_t(n_) + 1),
+        classes_(detail::device_classes(c)) {}
 
-  bool run(Plan& plan) {
+  // False when the deadline ended it (`finished` false) or no plan fits and beats the bound.
+  bool run(Plan& plan, bool& finished) {
+    finished = false;
     entries_.push_back({0, 0, -std::numeric_limits<double>::infinity(), -1, n_, 0});
     at_[size_t(n_)][key(0, 0, 0)] = {0};
     const uint32_t all = d_ == 32 ? ~0u : (1u << d_) - 1;
@@ -61,23 +65,31 @@ class ExactSearch {
         const int placed = int(k >> 40);
         const uint32_t used = uint32_t(k >> 20) & 0xFFFFF, next = uint32_t(k) & 0xFFFFF;
         const uint32_t free = all & ~used;
+        const std::vector<uint32_t> subsets = canonical_subsets(free);
         for (int h = i - 1; h >= 0; --h)
-          for (uint32_t D = free; D; D = (D - 1) & free) {
-            if (std::popcount(D) > micro_batch_ || !canonical(D, free)) continue;
+          for (uint32_t D : subsets) {
+            steps_ += long(ids.size()) + 4;  // the stage and link lookups weigh most
+            if (steps_ > 4096) {
+              if ((steps_left_ -= steps_) < 0 || detail::Clock::now() > deadline_) return false;
+              steps_ = 0;
+            }
             const StageEntry& s = stage(h, i - 1, D, std::min<int64_t>(M_, placed + 1));
             if (!s.fits) continue;
             detail::LinkCost l;
             if (placed > 0) l = link(i - 1, D, next);
             const double t_stage = s.forward + s.backward, t_link = l.forward_s + l.backward_s;
+            const double rest = rest_bound(h, used | D);
             for (int id : ids) {
               const Entry& e = entries_[size_t(id)];
               Entry ne{e.sum + t_stage + t_link, std::max({e.max, t_stage, t_link}),
                        std::max(s.allreduce, e.stick_out - (s.backward + l.backward_s)), id, h, D, s.recompute};
-              if (lower_bound(ne, h, used | D) <= upper_bound_)
+              if (ne.sum + rest + double(M_ - 1) * ne.max <= upper_bound_)
                 insert(at_[size_t(h)][key(placed + 1, used | D, D)], ne);
             }
           }
       }
+    steps_left_ -= steps_;
+    finished = true;
     int best = -1;
     double best_t = std::numeric_limits<double>::infinity();
     for (const auto& [k, ids] : at_[0])
@@ -102,30 +114,41 @@ class ExactSearch {
   }
 
  private:
-  // Of each class, D takes the lowest free ranks.
-  bool canonical(uint32_t D, uint32_t free) const {
+  // The subsets of `free` a stage may take (none empty, none larger than a micro-batch): of each class
+  // the lowest free ranks (none, one, two, ...), of the other ranks any.
+  std::vector<uint32_t> canonical_subsets(uint32_t free) const {
+    std::vector<uint32_t> out{0};
+    uint32_t singles = free;
     for (uint32_t m : classes_) {
-      uint32_t take = D & m, f = free & m;
-      // take must be the lowest popcount(take) bits of f
-      for (int k = std::popcount(take); k > 0; --k) f &= f - 1;
-      if ((take | f) != (free & m) || (take & f)) return false;
+      singles &= ~m;
+      const size_t before = out.size();
+      uint32_t prefix = 0;
+      for (uint32_t f = free & m; f; f &= f - 1) {
+        prefix |= f & (~f + 1);
+        for (size_t i = 0; i < before; ++i) out.push_back(out[i] | prefix);
+      }
     }
-    return true;
+    const size_t before = out.size();
+    for (uint32_t S = singles; S; S = (S - 1) & singles)
+      for (size_t i = 0; i < before; ++i) out.push_back(out[i] | S);
+    std::erase_if(out, [&](uint32_t D) { return D == 0 || std::popcount(D) > micro_batch_; });
+    return out;
   }
 
   static uint64_t key(int placed, uint32_t used, uint32_t next) {
     return uint64_t(placed) << 40 | uint64_t(used) << 20 | next;
   }
 
-  // No completion of `e` (blocks [0, first) still to place on the devices outside `used`) is faster
-  // than this: the sum grows by at least their work on all those devices at once, the max stays.
-  double lower_bound(const Entry& e, int first, uint32_t used) const {
+  // No completion of a partial plan (blocks [0, first) still to place on the devices outside `used`) is
+  // faster than its sum, this, and M - 1 times its max: the sum grows by at least the work left on all
+  // those devices at once, the max stays.
+  double rest_bound(int first, uint32_t used) const {
+    if (first == 0) return 0;
     double speed = 0;
     for (int r = 0; r < d_; ++r)
       if (!(used >> r & 1u)) speed += c_.rank(r).speed;
-    const double work = double(micro_batch_) * (p_.forward[size_t(first)] + p_.backward[size_t(first)]);
-    if (first > 0 && speed == 0) return std::numeric_limits<double>::infinity();
-    return e.sum + (first > 0 ? work / speed : 0.0) + double(M_ - 1) * e.max;
+    if (speed == 0) return std::numeric_limits<double>::infinity();
+    return double(micro_batch_) * (p_.forward[size_t(first)] + p_.backward[size_t(first)]) / speed;
   }
 
   void insert(std::vector<int>& ids, const Entry& e) { detail::pareto_insert(ids, entries_, e); }
@@ -135,12 +158,13 @@ class ExactSearch {
                        uint64_t(in_flight);
     auto [it, fresh] = stages_.try_emplace(k);
     if (!fresh) return it->second;
+    steps_ += 4 * (last - first + 1) + 2 * std::popcount(D);  // its memory and times
     StageEntry& s = it->second;
     const std::vector<int> ranks = detail::mask_ranks(D);
     s.shares = detail::micro_batch_shares(c_, ranks, micro_batch_);
     std::vector<int> rec;
     s.fits = !respect_memory_ ||
-             detail::cheapest_recompute(w_, p_, c_, first, last, ranks, s.shares, in_flight, rec);
+             detail::cheapest_recompute(w_, p_, c_, first, last, ranks, s.shares, in_flight, rec, &steps_);
     if (!s.fits) return s;
     const detail::StageCost cost = detail::stage_cost(w_, p_, c_, first, last, ranks, in_flight, micro_batch_, rec);
     s.forward = cost.forward_s, s.backward = cost.backward_s, s.allreduce = cost.allreduce_s + cost.update_s;
@@ -169,6 +193,9 @@ class ExactSearch {
   const int64_t M_, micro_batch_;
   const bool respect_memory_;
   const double upper_bound_;  // a known plan's time: entries that cannot beat it are dropped
+  const detail::Clock::time_point deadline_;
+  int64_t& steps_left_;
+  long steps_ = 0;  // since steps_left_ was last charged
   std::vector<Entry> entries_;
   std::vector<std::unordered_map<uint64_t, std::vector<int>>> at_;
   std::unordered_map<uint64_t, StageEntry> stages_;
@@ -208,22 +235,34 @@ double detail::exact_work(const Cluster& c, int blocks) {
   return 0.5 * double(blocks) * double(blocks + 1) * double(std::min(blocks, c.size())) * subsets;
 }
 
-PlanResult detail::exact_search(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory) {
+detail::ExactResult detail::subset_search(const Workload& w, const Cluster& c, int64_t micro_batches,
+                                          bool respect_memory, double upper_bound, Clock::time_point deadline,
+                                          int64_t& steps_left) {
   DP_CHECK(c.size() <= 20, "the exact planner takes at most 20 devices");
-  // A short heuristic run bounds the search; when nothing beats its plan, that plan is the optimum.
-  PlanOptions quick;
-  quick.heuristic_seconds = 0.05;
-  PlanResult bound = heuristic_search(w, c, micro_batches, quick, respect_memory);
-  const double upper = bound.feasible ? bound.prediction.minibatch_s : std::numeric_limits<double>::infinity();
-  PlanResult r;
-  r.method = "exact";
-  r.feasible = ExactSearch(w, c, micro_batches, respect_memory, upper).run(r.plan);
-  if (r.feasible) {
-    r.prediction = evaluate(w, c, r.plan);
-  } else if (bound.feasible) {
-    r.plan = bound.plan, r.prediction = bound.prediction, r.feasible = true;
+  ExactResult r;
+  r.result.method = "exact";
+  const bool found =
+      ExactSearch(w, c, micro_batches, respect_memory, upper_bound, deadline, steps_left).run(r.result.plan, r.finished);
+  if (found) {
+    r.result.prediction = evaluate(w, c, r.result.plan);
+    r.result.feasible = r.result.prediction.fits || !respect_memory;
+  } else {
+    r.result.plan.stages.clear();
   }
   return r;
+}
+
+PlanResult detail::exact_search(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory) {
+  // A short heuristic run bounds the search; when nothing beats its plan, that plan is the optimum.
+  PlanOptions quick;
+  quick.search_candidates = 200;
+  PlanResult bound = heuristic_search(w, c, micro_batches, quick, respect_memory, {}, deadline_in(1e6));
+  const double upper = bound.feasible ? bound.prediction.minibatch_s : std::numeric_limits<double>::infinity();
+  int64_t unlimited = std::numeric_limits<int64_t>::max();
+  ExactResult r = subset_search(w, c, micro_batches, respect_memory, upper, deadline_in(1e6), unlimited);
+  if (!r.result.plan.stages.empty()) return r.result;
+  bound.method = "exact";
+  return bound;
 }
 
 PlanResult plan_exact(const Workload& w, const Cluster& c, int64_t micro_batches) {

@@ -60,12 +60,13 @@ class Heuristic {
     return finish(plan);
   }
 
-  // Moves single block boundaries while the predicted time falls.
-  double refine(Plan& plan, double t) {
+  // Moves single block boundaries while the predicted time falls (at most `tries` moves tried).
+  double refine(Plan& plan, double t, int64_t tries = std::numeric_limits<int64_t>::max()) {
     for (bool improved = true; improved;) {
       improved = false;
       for (size_t s = 0; s + 1 < plan.stages.size(); ++s)
         for (int delta : {-1, 1}) {
+          if (--tries < 0) return t;
           Plan trial = plan;
           Stage &a = trial.stages[s], &b = trial.stages[s + 1];
           a.last += delta, b.first += delta;
@@ -86,6 +87,9 @@ class Heuristic {
     double fixed_factor = 0;  // its slowest replica's seconds per second of fixed time
     int64_t in_flight = 1;
     std::vector<std::pair<double, double>> fwd, bwd;  // (seconds per byte per sample, latency)
+    // The devices with a memory limit that no other is tighter than (no more memory and at least the
+    // share): (memory bytes, share), memory ascending. Those fit when they do.
+    std::vector<std::pair<double, double>> tightest;
   };
 
   void prepare(const Sets& sets) {
@@ -99,6 +103,16 @@ class Heuristic {
         si.fixed_factor = std::max(si.fixed_factor, 1 / c_.rank(sets[size_t(s)][i]).speed);
       }
       si.in_flight = std::min<int64_t>(M_, S - s);
+      std::vector<std::pair<double, double>> limits;
+      for (size_t i = 0; i < sets[size_t(s)].size(); ++i) {
+        const double memory = c_.rank(sets[size_t(s)][i]).memory_gb * 1e9;
+        if (memory > 0) limits.push_back({memory, double(si.shares[i])});
+      }
+      std::sort(limits.begin(), limits.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second > b.second;
+      });
+      for (const auto& l : limits)
+        if (si.tightest.empty() || l.second > si.tightest.back().second) si.tightest.push_back(l);
     }
     for (int s = 0; s + 1 < S; ++s) pieces(sets[size_t(s)], info_[size_t(s)].shares, sets[size_t(s) + 1],
                                            info_[size_t(s) + 1].shares, info_[size_t(s)]);
@@ -139,7 +153,7 @@ class Heuristic {
   class LeastMemory {
    public:
     LeastMemory(const Heuristic& h, const Sets& sets, int s, int a)
-        : h_(h), ranks_(sets[size_t(s)]), info_(h.info_[size_t(s)]), a_(a) {}
+        : h_(h), replicas_(sets[size_t(s)].size()), info_(h.info_[size_t(s)]), a_(a) {}
     // Adds block e; false once no later end can fit either.
     bool grow(int e) {
       const auto& blk = h_.w_.blocks[size_t(e)];
@@ -150,12 +164,9 @@ class Heuristic {
       if (e > a_) inner_ = std::max(inner_, input);
       fits_ = true;
       if (!h_.respect_) return true;
-      const double params = h_.w_.state_bytes_per_param_byte(ranks_.size()) * Prefix::sum(h_.p_.params, a_, e);
+      const double params = h_.w_.state_bytes_per_param_byte(replicas_) * Prefix::sum(h_.p_.params, a_, e);
       const double out = e + 1 < h_.n_ ? h_.w_.blocks[size_t(e)].output_bytes : 0.0;
-      for (size_t i = 0; i < ranks_.size(); ++i) {
-        const double memory = h_.c_.rank(ranks_[i]).memory_gb * 1e9;
-        if (memory <= 0) continue;
-        const double share = double(info_.shares[i]);
+      for (const auto& [memory, share] : info_.tightest) {
         const double growing = params + share * (double(info_.in_flight) * kept_ + work_ + rebuilt_ +
                                                  double(std::min(2, e - a_)) * inner_ +
                                                  (a_ > 0 ? h_.w_.input_bytes_of(a_) : 0.0));
@@ -168,7 +179,7 @@ class Heuristic {
 
    private:
     const Heuristic& h_;
-    const std::vector<int>& ranks_;
+    const size_t replicas_;
     const StageInfo& info_;
     const int a_;
     double kept_ = 0, work_ = 0, rebuilt_ = 0, inner_ = 0;
@@ -228,8 +239,8 @@ class Heuristic {
   std::vector<StageInfo> info_;
 };
 
-using Clock = std::chrono::steady_clock;
-using Deadline = decltype(Clock::now() + std::chrono::duration<double>(0));
+using detail::Clock;
+using Deadline = Clock::time_point;
 
 // The orders the starts cut: the locality order, and the devices by memory and by speed (for when not
 // every device can take part, or the small ones cannot hold a stage).
@@ -306,13 +317,15 @@ std::vector<int> devices_left_out(const Sets& sets, int d) {
 
 // Iterated local search over the devices of the stages: single moves from the current plan, taken
 // when they help; after 100 in a row that do not, a kick (3 random moves from the best plan) restarts
-// the descent elsewhere. Ends when 2,000 candidates in a row found nothing better, or at the limit.
-void local_search(Heuristic& h, Best& best, uint64_t seed, Deadline limit) {
+// the descent elsewhere. Ends after `candidates` candidates, when 2,000 in a row found nothing better,
+// or at the limit.
+void local_search(Heuristic& h, Best& best, uint64_t seed, int64_t candidates, Deadline limit) {
   std::mt19937_64 rng(seed);
   Sets current = best.sets;
   std::vector<int> unused = best.unused;
   double current_t = best.t;
-  for (int failures = 0, since_best = 0; since_best < 2000 && Clock::now() < limit;) {
+  for (int64_t failures = 0, since_best = 0, tried = 0; since_best < 2000 && tried < candidates; ++tried) {
+    if ((tried & 7) == 0 && Clock::now() > limit) break;
     Sets sets = current;
     std::vector<int> spare = unused;
     const bool kick = failures >= 100;
@@ -342,16 +355,17 @@ void local_search(Heuristic& h, Best& best, uint64_t seed, Deadline limit) {
 }  // namespace
 
 PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches,
-                                    const PlanOptions& o, bool respect_memory, const std::vector<Plan>& seeds) {
-  const Deadline limit = Clock::now() + std::chrono::duration<double>(o.heuristic_seconds);
+                                    const PlanOptions& o, bool respect_memory, const std::vector<Plan>& seeds,
+                                    Clock::time_point limit) {
   Heuristic h(w, c, micro_batches, respect_memory);
   Best best = best_start(h, w, c, w.global_batch / micro_batches, limit, seeds);
   PlanResult r;
   r.method = "heuristic";
   if (best.t == kInf) return r;
   best.unused = devices_left_out(best.sets, c.size());
-  local_search(h, best, o.seed, limit);
-  h.refine(best.plan, best.t);
+  local_search(h, best, o.seed, o.search_candidates, limit);
+  // Long models: 400 moves at most.
+  h.refine(best.plan, best.t, w.blocks.size() <= 64 ? std::numeric_limits<int64_t>::max() : 400);
   r.plan = best.plan;
   r.prediction = evaluate(w, c, r.plan);
   r.feasible = r.prediction.fits || !respect_memory;
@@ -359,7 +373,7 @@ PlanResult detail::heuristic_search(const Workload& w, const Cluster& c, int64_t
 }
 
 PlanResult plan_heuristic(const Workload& w, const Cluster& c, int64_t micro_batches, const PlanOptions& o) {
-  return detail::heuristic_search(w, c, micro_batches, o, true);
+  return detail::heuristic_search(w, c, micro_batches, o, true, {}, detail::deadline_in(o.seconds));
 }
 
 }  // namespace dp::pipeline

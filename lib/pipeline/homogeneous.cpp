@@ -17,7 +17,8 @@
 //     T = sum + (M - 1) * max + max(0, stick-out)
 // grows with each. Each stage has its cheapest fitting recomputation (recompute.cpp), which is what
 // finish_plan() chooses. Work: blocks^2/2 x devices x min(devices, mb)^2 x C transitions times the
-// Pareto sets' sizes, less what the upper bound (a known plan's T) prunes; a deadline ends it unfinished.
+// Pareto sets' sizes, less what the upper bound (a known plan's T) prunes; a budget of steps (transitions
+// times the entries they extend: deterministic, about 10-40 ns each here) or a deadline ends it unfinished.
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -49,11 +50,10 @@ struct StageEntry {
 class RunSearch {
  public:
   RunSearch(const Workload& w, const Cluster& c, const std::vector<int>& order, int64_t M, bool respect_memory,
-            double upper_bound, double seconds)
+            double upper_bound, detail::Clock::time_point deadline, int64_t& steps_left)
       : w_(w), c_(c), p_(w), order_(order), n_(int(w.blocks.size())), d_(int(order.size())), M_(M),
         mb_(w.global_batch / M), respect_(respect_memory), upper_(upper_bound * (1 + 1e-9)),
-        deadline_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                           std::chrono::duration<double>(std::min(seconds, 1e6)))),
+        deadline_(deadline), steps_left_(steps_left),
         kmax_(int(std::min<int64_t>(d_, mb_))), speed_(c.rank(order[0]).speed) {
     bool limited = false;
     for (int r : order_) limited = limited || c.rank(r).memory_gb > 0;
@@ -76,17 +76,16 @@ class RunSearch {
     std::vector<std::unordered_map<uint64_t, std::vector<int>>> at(size_t(n_) + 1);
     entries_.push_back({0, 0, -kInf, -1, n_, 0, 0});
     at[size_t(n_)][key(0, 0, 0)] = {0};
-    long steps = 0;
     for (int i = n_; i >= 1; --i) {
       for (const auto& [k0, ids] : at[size_t(i)]) {
         const int u = int(k0 >> 32), kn = int(k0 >> 16 & 0xFFFF), placed = int(k0 & 0xFFFF);
         for (int h = i - 1; h >= 0; --h)
           for (int k = 1; k <= std::min(kmax_, d_ - u); ++k) {
             if (h > 0 && u + k == d_) break;  // blocks left and no device for them
-            steps += long(ids.size());
-            if (steps > 4096) {
-              if (std::chrono::steady_clock::now() > deadline_) return false;
-              steps = 0;
+            steps_ += long(ids.size()) + 4;  // the stage and link lookups weigh most
+            if (steps_ > 4096) {
+              if ((steps_left_ -= steps_) < 0 || std::chrono::steady_clock::now() > deadline_) return false;
+              steps_ = 0;
             }
             const int64_t in_flight = std::min<int64_t>(M_, placed + 1);
             const StageEntry& s = stage(h, i - 1, k, cap_ > 1 ? in_flight : 1);
@@ -106,6 +105,7 @@ class RunSearch {
       }
       at[size_t(i)].clear();
     }
+    steps_left_ -= steps_;
     int best = -1;
     double best_t = kInf;
     for (const auto& [k0, ids] : at[0])
@@ -153,11 +153,12 @@ class RunSearch {
                          uint64_t(in_flight);
     auto [it, fresh] = stages_.try_emplace(key);
     if (!fresh) return it->second;
+    steps_ += 4 * (last - first + 1) + 2 * k;  // its memory and times
     StageEntry& s = it->second;
     const std::vector<int> ranks = run_ranks(0, k);
     const auto shares = detail::micro_batch_shares(c_, ranks, mb_);
     std::vector<int> rec;
-    s.fits = !respect_ || detail::cheapest_recompute(w_, p_, c_, first, last, ranks, shares, in_flight, rec);
+    s.fits = !respect_ || detail::cheapest_recompute(w_, p_, c_, first, last, ranks, shares, in_flight, rec, &steps_);
     if (!s.fits) return s;
     const detail::StageCost cost = detail::stage_cost(w_, p_, c_, first, last, ranks, in_flight, mb_, rec);
     s.time = cost.forward_s + cost.backward_s, s.backward = cost.backward_s, s.update = cost.update_s;
@@ -209,6 +210,8 @@ class RunSearch {
   const bool respect_;
   const double upper_;
   const std::chrono::steady_clock::time_point deadline_;
+  int64_t& steps_left_;
+  long steps_ = 0;  // since steps_left_ was last charged
   const int kmax_;
   const double speed_;
   int cap_ = 1;
@@ -235,11 +238,11 @@ double detail::runs_work(int blocks, int devices, int64_t micro_batch) {
 
 detail::RunsResult detail::runs_search(const Workload& w, const Cluster& c, const std::vector<int>& order,
                                        int64_t micro_batches, bool respect_memory, double upper_bound,
-                                       double seconds) {
+                                       Clock::time_point deadline, int64_t& steps_left) {
   DP_CHECK(!order.empty() && order.size() < 65536 && identical_devices(c, order), "identical devices to run on");
   RunsResult r;
   r.result.method = "exact (identical devices)";
-  RunSearch search(w, c, order, micro_batches, respect_memory, upper_bound, seconds);
+  RunSearch search(w, c, order, micro_batches, respect_memory, upper_bound, deadline, steps_left);
   r.finished = search.run(r.result.plan);
   if (r.finished && !r.result.plan.stages.empty()) {
     r.result.prediction = evaluate(w, c, r.result.plan);

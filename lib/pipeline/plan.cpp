@@ -1,5 +1,5 @@
-// The workloads from profiles; the baselines (naive, data parallel) under the same model; and the
-// explanation of a request nothing fits. plan_pipeline() is in select.cpp.
+// The workloads from profiles, a given plan finished (its recomputation and prediction), and the
+// explanation of a request nothing fits. plan_pipeline() is in select.cpp, the baselines in baselines.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,40 +11,6 @@
 
 namespace dp::pipeline {
 namespace {
-
-bool better(const PlanResult& a, const PlanResult& b) { return detail::better(a, b); }
-
-// A plan with its stages' recomputation chosen and its prediction; feasible when every stage fits.
-PlanResult finished(const Workload& w, const Cluster& c, Plan plan, const char* method) {
-  PlanResult r;
-  r.method = method;
-  r.feasible = true;
-  const int S = int(plan.stages.size());
-  for (int s = 0; s < S; ++s) {
-    Stage& st = plan.stages[size_t(s)];
-    if (!choose_recompute(w, c, st.first, st.last, st.ranks, S - s, plan.micro_batches, st.recompute)) {
-      r.feasible = false;
-      st.recompute.clear();
-    }
-  }
-  r.prediction = evaluate(w, c, plan);
-  r.plan = std::move(plan);
-  return r;
-}
-
-template <class MakePlan>
-PlanResult best_over_micro_batches(const Workload& w, const Cluster& c, const char* method, MakePlan make) {
-  PlanResult best;
-  bool any = false;
-  for (int64_t M : w.micro_batch_counts) {
-    Plan plan;
-    if (!make(M, plan)) continue;
-    PlanResult r = finished(w, c, std::move(plan), method);
-    if (!any || better(r, best)) best = std::move(r), any = true;
-  }
-  DP_CHECK(any, "a micro-batch count the baseline can use");
-  return best;
-}
 
 }  // namespace
 
@@ -88,32 +54,21 @@ Workload workload_from_block_profile(const BlockProfile& p) {
   return w;
 }
 
-PlanResult naive_plan(const Workload& w, const Cluster& c) {
-  const int n = int(w.blocks.size()), S = std::min(n, c.size());
-  return best_over_micro_batches(w, c, "naive", [&](int64_t M, Plan& plan) {
-    plan.micro_batches = M;
-    for (int s = 0, first = 0; s < S; ++s) {
-      const int count = n / S + (s < n % S ? 1 : 0);
-      plan.stages.push_back({first, first + count - 1, {s}, {}});
-      first += count;
-    }
-    return true;
-  });
-}
-
-PlanResult data_parallel_plan(const Workload& w, const Cluster& c) {
-  return best_over_micro_batches(w, c, "data parallel", [&](int64_t M, Plan& plan) {
-    if (w.global_batch / M < c.size()) return false;
-    std::vector<int> all(size_t(c.size()));
-    std::iota(all.begin(), all.end(), 0);
-    plan.micro_batches = M;
-    plan.stages.push_back({0, int(w.blocks.size()) - 1, all, {}});
-    return true;
-  });
-}
-
 PlanResult finish_plan(const Workload& w, const Cluster& c, Plan plan) {
-  return finished(w, c, std::move(plan), "given");
+  PlanResult r;
+  r.method = "given";
+  r.feasible = true;
+  const int S = int(plan.stages.size());
+  for (int s = 0; s < S; ++s) {
+    Stage& st = plan.stages[size_t(s)];
+    if (!choose_recompute(w, c, st.first, st.last, st.ranks, S - s, plan.micro_batches, st.recompute)) {
+      r.feasible = false;
+      st.recompute.clear();
+    }
+  }
+  r.prediction = evaluate(w, c, plan);
+  r.plan = std::move(plan);
+  return r;
 }
 
 std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanResult& best) {

@@ -128,12 +128,15 @@ bool choose_recompute(const Workload& w, const Cluster& c, int first, int last, 
                       int from_end, int64_t micro_batches, std::vector<int>& recompute);
 
 struct PlanOptions {
-  int exact_max_devices = 8;          // larger clusters: the heuristic
-  double exact_max_work = 2e8;        // the exact DP's estimated transitions above which the heuristic runs
-  double runs_max_work = 4e6;         // the identical devices' program (runs_work x in-flight states) above
-                                      //   which it does not run
-  double exact_seconds = 8.0;         // the exact programs' deadline, over all micro-batch counts
-  double heuristic_seconds = 2.0;     // the heuristic's local search time limit, over all micro-batch counts
+  double seconds = 5.0;               // the deadline of the whole planning (every micro-batch count, seed and
+                                      //   search); it cuts the searches short, never the baselines' seeds
+  int64_t exact_steps = 20000000;     // an exact program's budget of steps over the micro-batch counts
+                                      //   (transitions and the entries they extend; deterministic, 10-300 ns
+                                      //   each here): when they run out it is not exact, its plan no seed
+  int64_t search_candidates = 2000;   // the heuristic's local search: placements tried per micro-batch count
+  double baseline_steps = 4e6;        // the stage-count and PipeDream-style seeds per micro-batch count: every
+                                      //   candidate while their passes over the blocks stay within it (about
+                                      //   3 ns each here), else a grid of that size (baselines.cpp)
   uint64_t seed = 1;
   bool force_exact = false, force_heuristic = false;
 };
@@ -156,6 +159,14 @@ PlanResult plan_heuristic(const Workload& w, const Cluster& c, int64_t micro_bat
 // `data parallel` (one stage of every block on every rank).
 PlanResult naive_plan(const Workload& w, const Cluster& c);
 PlanResult data_parallel_plan(const Workload& w, const Cluster& c);
+// `stages` stages on equal runs of the devices taken fastest first (ties in rank order; d / stages each,
+// the first d % stages one more, at most a micro-batch's samples each), the blocks cut so that the
+// slowest stage's compute is least (greedy at the least cap; baselines.cpp); and the best PipeDream-style
+// plan: blocks [0, j) on the r fastest devices, then single-device stages on the next fastest, each
+// taking blocks while within the first stage's compute (one at least), best over j and r. Feasible
+// false, no stages: none fits (or none is possible).
+PlanResult stage_count_plan(const Workload& w, const Cluster& c, int stages);
+PlanResult pipedream_plan(const Workload& w, const Cluster& c);
 
 // A plan's stages with each one's cheapest fitting recomputation, and its prediction (method "given";
 // feasible false when a stage cannot fit even recomputing every block).

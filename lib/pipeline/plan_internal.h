@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -53,10 +54,11 @@ DeviceBytes device_bytes(const Workload& w, const Prefix& p, int first, int last
 double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last, int64_t in_flight, int64_t share,
                          const std::vector<int>& recompute, size_t replicas = 1);
 
-// choose_recompute() with the prefix sums and shares at hand.
+// choose_recompute() with the prefix sums and shares at hand; adds to `work` (when given) about how many
+// elementary steps it took (for the exact programs' budgets).
 bool cheapest_recompute(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,
                         const std::vector<int>& ranks, const std::vector<int64_t>& shares, int64_t in_flight,
-                        std::vector<int>& recompute);
+                        std::vector<int>& recompute, long* work = nullptr);
 
 // Calls fn(i, j, samples) for every device i of the sending stage and j of the receiving one whose shares
 // of a micro-batch overlap, the samples laid out in rank order on both sides.
@@ -92,12 +94,32 @@ struct Totals {
 };
 Totals combine(const std::vector<StageCost>& stages, const std::vector<LinkCost>& links, int64_t micro_batches);
 
+using Clock = std::chrono::steady_clock;
+// `seconds` from now (at most a million).
+inline Clock::time_point deadline_in(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(seconds, 1e6)));
+}
+
+// The result of an exact program: finished false when its deadline came first (then nothing is returned).
+struct ExactResult {
+  PlanResult result;
+  bool finished = false;
+};
+
 // The planners, with memory limits respected or (for explaining an infeasible request) ignored.
+// The subset search (exact.cpp) at M micro-batches: the least-time plan of those not slower than
+// `upper_bound` (none: no stages).
+// `steps_left`: the budget of its steps (transitions times the entries they extend), which it spends; it
+// ends unfinished when they run out.
+ExactResult subset_search(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory,
+                          double upper_bound, Clock::time_point deadline, int64_t& steps_left);
+// The subset search bounded by a short heuristic run, without a deadline (its plan when nothing beats it).
 PlanResult exact_search(const Workload& w, const Cluster& c, int64_t micro_batches, bool respect_memory);
 // The heuristic starts from `seeds` (plans at the same micro-batch count) besides its own starts, and
-// returns nothing slower than the best of them.
+// returns nothing slower than the best of them (they are all priced, whatever the deadline); its local
+// search tries o.search_candidates placements, or fewer when the deadline comes first.
 PlanResult heuristic_search(const Workload& w, const Cluster& c, int64_t micro_batches, const PlanOptions& o,
-                            bool respect_memory, const std::vector<Plan>& seeds = {});
+                            bool respect_memory, const std::vector<Plan>& seeds, Clock::time_point deadline);
 // a fits and b does not, or both alike and a is faster.
 inline bool better(const PlanResult& a, const PlanResult& b) {
   if (a.feasible != b.feasible) return a.feasible;
@@ -111,14 +133,12 @@ double exact_work(const Cluster& c, int blocks);
 
 // The exact planner for identical devices (homogeneous.cpp): stages on consecutive runs of `order`
 // (ranks of identical speed and memory), the last stage on the first run; the least-time plan at M
-// micro-batches of those not slower than `upper_bound` (none: no stages). finished false: `seconds` ran
-// out first (nothing is returned then).
-struct RunsResult {
-  PlanResult result;
-  bool finished = false;
-};
+// micro-batches of those not slower than `upper_bound` (none: no stages). finished false: the deadline
+// or the budget of steps (as subset_search's) came first (nothing is returned then).
+using RunsResult = ExactResult;
 RunsResult runs_search(const Workload& w, const Cluster& c, const std::vector<int>& order, int64_t micro_batches,
-                       bool respect_memory, double upper_bound, double seconds);
+                       bool respect_memory, double upper_bound, Clock::time_point deadline,
+                       int64_t& steps_left);
 bool identical_devices(const Cluster& c, const std::vector<int>& ranks);
 // runs_search's transitions before pruning, for `devices` devices and micro-batches of `micro_batch`.
 double runs_work(int blocks, int devices, int64_t micro_batch);
@@ -134,6 +154,42 @@ std::vector<int> stage_counts(int limit);
 // swapped, an unused device added or one left out, a stage split in two or two adjacent ones merged.
 // False when the drawn move does not apply (nothing changed).
 bool neighbour(StageDevices& sets, std::vector<int>& unused, std::mt19937_64& rng);
+
+// The baselines (baselines.cpp). A stage's compute per micro-batch, for cutting blocks: factor x the
+// blocks' per-sample seconds + fixed_factor x their fixed seconds (each its slowest replica's).
+struct CutRate {
+  double factor = 0, fixed_factor = 0;
+};
+CutRate cut_rate(const Cluster& c, const std::vector<int>& ranks, int64_t micro_batch);
+double cut_seconds(const Prefix& p, const CutRate& r, int a, int b);
+// Blocks [0, n) cut into rates.size() stages with the least slowest compute: each stage as far as the
+// least such cap allows (leaving a block for each later stage), the last the rest; the last block of each
+// (empty: more stages than blocks).
+std::vector<int> balanced_cut(const Prefix& p, const std::vector<CutRate>& rates, int n);
+// Each stage's cheapest fitting recomputation (when respecting memory), then the plan's time
+// (infinity: a stage cannot fit, or has more devices than a micro-batch has samples).
+double finish_and_time(const Workload& w, const Prefix& p, const Cluster& c, Plan& plan, bool respect_memory);
+// Ranks by speed, fastest first, ties in rank order (so the k fastest of the k' fastest are the k fastest).
+std::vector<int> fastest_order(const Cluster& c);
+// The baselines at M micro-batches, without recomputation chosen (no stages: not possible there).
+Plan naive_at(const Workload& w, const Cluster& c, int64_t M);
+Plan data_parallel_at(const Workload& w, const Cluster& c, int64_t M);
+Plan best_stage_count_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, int stages);
+// The fastest PipeDream-style plan at M that fits and is not slower than best_t (which it lowers; no
+// stages: none), over every prefix length j and replica count r while blocks^2 x min(devices, micro-batch)
+// <= steps, else over a grid of about steps / blocks^2 pairs (64 at least).
+Plan best_pipedream_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double steps,
+                         double& best_t);
+// plan_pipeline's guaranteed seeds at M: the naive plan, data parallelism, and the fastest of the
+// stage-count plans (every count while 50 x blocks x min(blocks, devices) <= steps) and the PipeDream-style
+// plans.
+std::vector<Plan> baseline_seeds(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double steps);
+
+// The cluster of `ranks` (ascending) alone; its rank i is ranks[i]. By levels when c is (so that the
+// exact search sees its interchangeable devices), else its links as a matrix.
+Cluster sub_cluster(const Cluster& c, const std::vector<int>& ranks);
+// The ranks of a plan on sub_cluster(c, ranks) as ranks of c (ascending stays ascending).
+Plan lift(Plan plan, const std::vector<int>& ranks);
 
 // Ranks of a bit mask, ascending.
 std::vector<int> mask_ranks(uint32_t mask);

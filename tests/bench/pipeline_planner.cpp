@@ -14,10 +14,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "lib/pipeline/plan.h"
+#include "lib/pipeline/plan_internal.h"
 #include "lib/pipeline/profile.h"
 #include "tests/pipeline/instances.h"
 
@@ -26,14 +28,19 @@ using namespace dp::pipeline;
 
 namespace {
 
-Cluster fleet(int devices, std::mt19937_64& rng, bool one_kind = false) {
+// The instance families: "one" (all A100s), "two" (A100 and V100 nodes), "four" (the CGP mix: a node's
+// devices of one kind, kinds mixed across nodes), "random" (every device its own speed, 0.3-4, and memory,
+// 16-80 GB: fully heterogeneous).
+Cluster fleet(int devices, std::mt19937_64& rng, const std::string& family) {
   const double speeds[] = {0.354, 1.0, 2.06, 3.80}, memory[] = {16, 32, 80, 80};
+  std::uniform_real_distribution<double> u(0, 1);
   std::vector<ClusterRank> ranks;
   for (int r = 0; r < devices; ++r) {
-    // a node's devices of one kind, kinds mixed across nodes (or all A100s)
-    const int kind = one_kind ? 2 : int((r / 8 + rng() % 2) % 4);
+    const int kind = family == "one" ? 2 : family == "two" ? 1 + int((r / 8 + rng() % 2) % 2)
+                                                           : int((r / 8 + rng() % 2) % 4);
     ClusterRank cr;
     cr.speed = speeds[kind], cr.memory_gb = memory[kind], cr.node = r / 8, cr.rack = r / 32;
+    if (family == "random") cr.speed = 0.3 + 3.7 * u(rng), cr.memory_gb = 16 + 64 * u(rng);
     ranks.push_back(cr);
   }
   return Cluster(ranks, Link{100, 2}, Link{25, 10}, Link{10, 30});
@@ -48,42 +55,93 @@ std::pair<double, double> min_median(std::vector<double> v) {
   return {v.front(), v[v.size() / 2]};
 }
 
-void planning_times(int reps, double seconds, bool one_kind) {
-  std::printf("\nplanning time, %s (heuristic limit %.1f s over the micro-batch counts; %d reps):\n",
-              one_kind ? "one kind (A100)" : "four kinds", seconds, reps);
-  std::printf("%7s %8s %-26s %10s %10s %7s %9s %12s %9s %9s\n", "blocks", "devices", "method", "min s", "median s",
-              "stages", "devices", "T (ms)", "x naive", "x data");
-  for (int n : {22, 100, 1000})
-    for (int d : {8, 16, 32, 64, 256, 1024}) {
-      if (n == 22 && d > 64) continue;
-      std::mt19937_64 rng(uint64_t(n) * 7919 + uint64_t(d));
-      // Batches large enough for the devices to share: 16 samples per device.
-      const int64_t batch = 16 * int64_t(d);
-      std::vector<int64_t> counts;
-      for (int64_t m = 1; m <= 64 && batch % m == 0; m *= 2) counts.push_back(m);
-      Workload w = testing::random_workload(n, rng, batch, counts);
-      for (auto& b : w.blocks) b.param_bytes *= 20, b.saved_bytes *= 4;  // GPU-sized layers
-      const Cluster c = fleet(d, rng, one_kind);
-      PlanOptions o;
-      o.heuristic_seconds = seconds;
-      std::vector<double> times;
-      PlanResult r;
-      for (int k = 0; k < reps; ++k) {
-        const auto t0 = std::chrono::steady_clock::now();
-        r = plan_pipeline(w, c, o);
-        times.push_back(seconds_since(t0));
+struct Sizes {
+  std::vector<int> blocks{100, 1000}, devices{8, 16, 32, 64, 256, 1024};
+  std::vector<std::string> families{"one", "two", "four", "random"};
+};
+
+void planning_times(int reps, const PlanOptions& o, const Sizes& sizes) {
+  std::printf("\nplanning time (limit %.1f s; %d reps):\n", o.seconds, reps);
+  std::printf("%7s %8s %-7s %-26s %8s %8s %7s %9s %12s %8s %8s\n", "blocks", "devices", "family", "method", "min s",
+              "median s", "stages", "devices", "T (ms)", "x naive", "x data");
+  for (const std::string& family : sizes.families)
+    for (int n : sizes.blocks)
+      for (int d : sizes.devices) {
+        std::mt19937_64 rng(uint64_t(n) * 7919 + uint64_t(d));
+        // Batches large enough for the devices to share: 16 samples per device.
+        const int64_t batch = 16 * int64_t(d);
+        std::vector<int64_t> counts;
+        for (int64_t m = 1; m <= 64 && batch % m == 0; m *= 2) counts.push_back(m);
+        Workload w = testing::random_workload(n, rng, batch, counts);
+        for (auto& b : w.blocks) b.param_bytes *= 20, b.saved_bytes *= 4;  // GPU-sized layers
+        const Cluster c = fleet(d, rng, family);
+        std::vector<double> times;
+        PlanResult r;
+        for (int k = 0; k < reps; ++k) {
+          const auto t0 = std::chrono::steady_clock::now();
+          r = plan_pipeline(w, c, o);
+          times.push_back(seconds_since(t0));
+        }
+        const PlanResult naive = naive_plan(w, c), data = data_parallel_plan(w, c);
+        const auto [lo, med] = min_median(times);
+        int used = 0;
+        for (const auto& s : r.plan.stages) used += int(s.ranks.size());
+        auto ratio = [&](const PlanResult& b) {
+          return b.feasible ? fmt::format("{:.2f}", b.prediction.minibatch_s / r.prediction.minibatch_s) : "no fit";
+        };
+        std::printf("%7d %8d %-7s %-26s %8.3f %8.3f %7zu %9d %12.3f %8s %8s\n", n, d, family.c_str(),
+                    r.method.c_str(), lo, med, r.plan.stages.size(), used, r.prediction.minibatch_s * 1e3,
+                    ratio(naive).c_str(), ratio(data).c_str());
+        std::fflush(stdout);
       }
-      const PlanResult naive = naive_plan(w, c), data = data_parallel_plan(w, c);
-      const auto [lo, med] = min_median(times);
-      int used = 0;
-      for (const auto& s : r.plan.stages) used += int(s.ranks.size());
-      auto ratio = [&](const PlanResult& b) {
-        return b.feasible ? fmt::format("{:.2f}", b.prediction.minibatch_s / r.prediction.minibatch_s) : "no fit";
-      };
-      std::printf("%7d %8d %-26s %10.3f %10.3f %7zu %9d %12.3f %9s %9s\n", n, d, r.method.c_str(), lo, med,
-                  r.plan.stages.size(), used, r.prediction.minibatch_s * 1e3, ratio(naive).c_str(),
-                  ratio(data).c_str());
-    }
+}
+
+// Where the exact programs end: on each family's first d devices, for each block count, the program for
+// identical devices (one kind only) and the subset search (up to 20 devices), each over every M, bounded
+// as plan_pipeline bounds them (by the baselines' seeds): its steps (what PlanOptions::exact_steps
+// budgets) and seconds, or where the deadline `seconds` stopped it.
+void boundary(const Sizes& sizes, double seconds) {
+  std::printf("\nexact programs (deadline %.0f s each):\n", seconds);
+  std::printf("%7s %8s %-7s %-7s %9s %10s %10s %9s %8s\n", "blocks", "devices", "family", "program", "finished",
+              "estimate", "steps", "s", "ns/step");
+  for (const std::string& family : sizes.families)
+    for (int n : sizes.blocks)
+      for (int d : sizes.devices) {
+        std::mt19937_64 rng(uint64_t(n) * 7919 + uint64_t(d));
+        const int64_t batch = 16 * int64_t(d);
+        std::vector<int64_t> counts;
+        for (int64_t m = 1; m <= 64 && batch % m == 0; m *= 2) counts.push_back(m);
+        Workload w = testing::random_workload(n, rng, batch, counts);
+        for (auto& b : w.blocks) b.param_bytes *= 20, b.saved_bytes *= 4;
+        const Cluster c = fleet(d, rng, family);
+        const detail::Prefix p(w);
+        std::vector<double> bounds;
+        for (int64_t M : counts) {
+          double t = std::numeric_limits<double>::infinity();
+          for (Plan& s : detail::baseline_seeds(w, p, c, M, 4e6)) t = std::min(t, detail::finish_and_time(w, p, c, s, true));
+          bounds.push_back(t);
+        }
+        for (const char* program : {"runs", "subset"}) {
+          const bool runs = program[0] == 'r';
+          if (runs ? family != "one" : d > 20) continue;
+          const auto deadline = detail::deadline_in(seconds);
+          int64_t budget = std::numeric_limits<int64_t>::max();
+          bool finished = true;
+          const auto t0 = std::chrono::steady_clock::now();
+          for (size_t m = 0; m < counts.size() && finished; ++m)
+            finished = (runs ? detail::runs_search(w, c, detail::locality_order(c), counts[m], true, bounds[m],
+                                                   deadline, budget)
+                             : detail::subset_search(w, c, counts[m], true, bounds[m], deadline, budget))
+                           .finished;
+          const double s = seconds_since(t0), steps = double(std::numeric_limits<int64_t>::max() - budget);
+          double estimate = runs ? 0 : detail::exact_work(c, n) * double(counts.size());
+          for (int64_t M : counts)
+            if (runs) estimate += detail::runs_work(n, d, batch / M) * double(std::min<int64_t>(M, n));
+          std::printf("%7d %8d %-7s %-7s %9s %10.3g %10.3g %9.3f %8.1f\n", n, d, family.c_str(), program,
+                      finished ? "yes" : "no", estimate, steps, s, s / steps * 1e9);
+          std::fflush(stdout);
+        }
+      }
 }
 
 // PipeDream's AlexNet profile (issue 27): global batch 64, equal devices on one node, 8 Gbit/s, no latency.
@@ -119,7 +177,7 @@ void gap(int instances, double seconds) {
     Workload w = testing::random_workload(n, rng, 16, {1, 2, 4, 8, 16});
     const Cluster c = testing::random_cluster(d, w, rng, 1.0 + double(rng() % 100) / 100);
     PlanOptions e, h;
-    e.force_exact = true, h.force_heuristic = true, h.heuristic_seconds = seconds;
+    e.force_exact = true, h.force_heuristic = true, h.seconds = seconds;
     auto t0 = std::chrono::steady_clock::now();
     const PlanResult re = plan_pipeline(w, c, e);
     exact_s.push_back(seconds_since(t0));
@@ -149,25 +207,54 @@ void gap(int instances, double seconds) {
               e_lo, e_med, *std::max_element(exact_s.begin(), exact_s.end()), h_lo, h_med);
 }
 
+// "1,2,3" as numbers or words.
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t a = 0; a <= text.size();) {
+    const size_t b = std::min(text.find(',', a), text.size());
+    out.push_back(text.substr(a, b - a));
+    a = b + 1;
+  }
+  return out;
+}
+
+std::vector<int> numbers(const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& s : split(text)) out.push_back(std::atoi(s.c_str()));
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 1, instances = 100;
-  double seconds = 2.0;
+  PlanOptions o;
+  Sizes sizes;
+  bool alexnet_too = true, exact_boundary = false;
   std::string profiles = DPTRAIN_SOURCE_DIR "/../shared/profiles/pipedream";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--gap-instances")) instances = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--profiles")) profiles = argv[i + 1];
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--reps") reps = std::atoi(v.c_str());
+    else if (a == "--seconds") o.seconds = std::atof(v.c_str());
+    else if (a == "--gap-instances") instances = std::atoi(v.c_str());
+    else if (a == "--profiles") profiles = v;
+    else if (a == "--blocks") sizes.blocks = numbers(v);
+    else if (a == "--devices") sizes.devices = numbers(v);
+    else if (a == "--families") sizes.families = split(v);
+    else if (a == "--alexnet") alexnet_too = v != "0";
+    else if (a == "--boundary") exact_boundary = v != "0";
     else {
-      std::fprintf(stderr, "usage: bench_pipeline_planner [--reps R] [--seconds S] [--gap-instances N] [--profiles DIR]\n");
+      std::fprintf(stderr, "usage: bench_pipeline_planner [--reps R] [--seconds S] [--gap-instances N] [--profiles DIR] "
+                           "[--blocks 100,1000] [--devices 8,...,1024] [--families one,two,four,random] [--alexnet 0]\n");
       return 2;
     }
   }
-  alexnet(profiles);
-  planning_times(reps, seconds, true);
-  planning_times(reps, seconds, false);
+  if (alexnet_too) alexnet(profiles);
+  if (exact_boundary) {
+    boundary(sizes, o.seconds);
+    return 0;
+  }
+  planning_times(reps, o, sizes);
   if (instances > 0) gap(instances, 0.5);
   return 0;
 }

@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(heuristic_is_never_below_the_exact_optimum) {
     PlanOptions exact, heuristic;
     exact.force_exact = true;
     heuristic.force_heuristic = true;
-    heuristic.heuristic_seconds = 0.2;
+    heuristic.search_candidates = 300;
     const PlanResult e = plan_pipeline(w, c, exact), h = plan_pipeline(w, c, heuristic);
     if (!e.feasible) continue;
     BOOST_TEST_INFO("trial " << trial << ": " << n << " blocks, " << d << " devices");

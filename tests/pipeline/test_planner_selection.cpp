@@ -43,7 +43,8 @@ double best_runs(const Workload& w, const Cluster& c) {
   for (int r = 0; r < c.size(); ++r) order[size_t(r)] = r;
   double best = std::numeric_limits<double>::infinity();
   for (int64_t M : w.micro_batch_counts) {
-    const auto r = detail::runs_search(w, c, order, M, true, best, 1e6);
+    int64_t steps = std::numeric_limits<int64_t>::max();
+    const auto r = detail::runs_search(w, c, order, M, true, best, detail::deadline_in(1e6), steps);
     BOOST_TEST_REQUIRE(r.finished);
     if (r.result.feasible) best = std::min(best, r.result.prediction.minibatch_s);
   }
@@ -53,7 +54,7 @@ double best_runs(const Workload& w, const Cluster& c) {
 // A shorter heuristic than the default 2 s: the guarantees hold at any limit.
 PlanOptions quick() {
   PlanOptions o;
-  o.heuristic_seconds = 0.3;
+  o.search_candidates = 300;
   return o;
 }
 
