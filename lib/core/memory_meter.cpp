@@ -27,6 +27,21 @@ void MemoryMeter::add(int64_t bytes) {
   }
 }
 
+CountedBytes::CountedBytes(int64_t bytes) : bytes_(bytes) {
+  MemoryMeter::process().add(bytes);
+  try {
+    if (const std::shared_ptr<MemoryMeter>& meter = MemoryMeter::current()) meter->add(bytes), meter_ = meter;
+  } catch (...) {
+    MemoryMeter::process().remove(bytes);
+    throw;
+  }
+}
+
+CountedBytes::~CountedBytes() {
+  MemoryMeter::process().remove(bytes_);
+  if (meter_) meter_->remove(bytes_);
+}
+
 void MemoryMeter::set_capacity(int64_t bytes, std::string where) {
   const std::lock_guard lock(text_mutex_);
   capacity_.store(std::max<int64_t>(0, bytes), std::memory_order_relaxed);

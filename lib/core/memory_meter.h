@@ -92,6 +92,21 @@ class MeterScope {
   std::shared_ptr<MemoryMeter> previous_;
 };
 
+// Host memory that holds model state outside the backend's buffers (a checkpoint's pieces on their way to
+// disk), counted on the process's meter and the current one as a buffer of that size would be, for the
+// object's lifetime: no copy of model state goes unseen. Throws OutOfMemory as a buffer would.
+class CountedBytes {
+ public:
+  explicit CountedBytes(int64_t bytes);
+  ~CountedBytes();
+  CountedBytes(const CountedBytes&) = delete;
+  CountedBytes& operator=(const CountedBytes&) = delete;
+
+ private:
+  int64_t bytes_;
+  std::shared_ptr<MemoryMeter> meter_;
+};
+
 // Bytes this process may still allocate on the host: /proc/meminfo's MemAvailable, or less when its
 // cgroup (a container, a Slurm job) limits memory; -1 when neither can be read.
 int64_t available_host_bytes();

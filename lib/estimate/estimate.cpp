@@ -75,7 +75,7 @@ void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster&
   const std::vector<double>& given = job.parallel.balance.speeds;
   for (size_t i = 0; i < ranks.size() && given.size() == size_t(c.size()); ++i) first_speeds[i] = given[size_t(ranks[i])];
   const std::vector<int64_t> first = shares_of(batch, first_speeds, idat);
-  const bool sharded = job.parallel.comm.algorithm == CommAlgorithm::mra;
+  const bool sharded = job.parallel.comm.algorithm == CommAlgorithm::mra && job.parallel.comm.sharded_update;
   const int64_t k = int64_t(ranks.size());
   const int64_t state = sharded ? (facts.parameters + k - 1) / k : facts.parameters;
   const int last = int(facts.blocks.size()) - 1;
@@ -113,6 +113,10 @@ void data_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const
   e.strategy = fmt::format("data ({}, {} shares)", name_of(job.parallel.comm.algorithm),
                            b.mode == BalanceMode::idat ? "I-DAT" : "equal");
   detail::data_parallel_ranks(job, facts, c, t, all, job.train.global_batch, "data", e.ranks, e.step_s);
+  // A checkpoint: each rank writes its piece of the parameters with their optimizer state, brought
+  // together in one buffer beside everything training holds (lib/train/checkpoint_shards.h).
+  for (RankEstimate& r : e.ranks) r.memory.other += detail::checkpoint_piece_bytes(job, 4.0 * double(facts.parameters),
+                                                                                  c.size());
 }
 
 // What [train] micro_batch and recompute (the data-parallel and CGP ranks' memory levers) do, when set.

@@ -70,8 +70,9 @@ ModelFacts model_facts(const Job& job);
 
 struct MemoryTerms {  // bytes on one device
   double params = 0, grads = 0, optimizer = 0, activations = 0, workspace = 0;
-  // What the runtime holds besides, at the rank's peak: a pipeline rank's or a CGP rank's whole-model
-  // copy (evaluation, checkpoints) and the model its speed probe times before training.
+  // What the runtime holds besides, at the rank's peak: a CGP rank's whole-model copy (evaluation,
+  // checkpoints), the model or blocks its speed probe times before training, the model's fixed buffers
+  // beside a pipeline stage, and a checkpoint's piece of optimizer state (checkpoint_shards.h).
   double other = 0;
   double total() const { return params + grads + optimizer + activations + workspace + other; }
 };

@@ -26,6 +26,9 @@ void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster&
                          const std::vector<int>& ranks, int64_t batch, const std::string& role,
                          std::vector<RankEstimate>& out, double& step_s);
 
+// What a replica of `param_bytes` of parameters (among `replicas`) holds besides its buffers while it
+// writes a checkpoint: its piece's optimizer state (none for a lone replica).
+double checkpoint_piece_bytes(const Job& job, double param_bytes, int replicas);
 void cgp_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
 void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
 

@@ -15,6 +15,13 @@
 #include "lib/measure/pipeline_plan.h"
 
 namespace dp::estimate::detail {
+
+double checkpoint_piece_bytes(const Job& job, double param_bytes, int replicas) {
+  if (replicas <= 1 || !job.checkpoint.enabled) return 0;  // a lone replica writes what it keeps, in place
+  const int slots = job.optim.name == OptimizerKind::adamw ? 2 : 1;
+  return double(slots) * 4.0 * std::ceil(param_bytes / 4.0 / double(replicas));
+}
+
 namespace {
 
 // Bytes of the whole model's parameters, gradients and fixed buffers.
@@ -120,7 +127,9 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
       r.memory.activations = double(sp.shares[i]) * double(sp.in_flight) * bytes.per_sample_in_flight;
       r.memory.workspace = double(sp.shares[i]) * bytes.per_sample_once;
       // Besides the stage: the model's fixed buffers; before training, the blocks timed one at a time.
-      r.memory.other = std::max(sp.peak_bytes[i] + facts.fixed_bytes, probe) - sp.peak_bytes[i];
+      // At a checkpoint, a replica of a replicated stage brings its piece's optimizer state together.
+      const double piece = checkpoint_piece_bytes(job, params, int(st.ranks.size()));
+      r.memory.other = std::max(sp.peak_bytes[i] + facts.fixed_bytes + piece, probe) - sp.peak_bytes[i];
       if (t.profile) {
         r.compute_s = double(plan.micro_batches) * (sp.forward_s + sp.backward_s);
         r.comm_s = double(plan.micro_batches) * sp.link_s + sp.allreduce_s;

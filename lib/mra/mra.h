@@ -93,6 +93,9 @@ class GradientSync {
   // state_count()) to the whole state (slot major over all parameters), and back.
   virtual std::vector<float> full_state(std::span<const float> mine, int slots) = 0;
   virtual std::vector<float> my_state(std::span<const float> full, int slots) const = 0;
+  // The parameters whose optimizer state rank `rank` of these ranks keeps, in the order of its state (slot
+  // k's values of these ranges one after another): all of them, or its shards. Not collective.
+  virtual std::vector<ParamRange> state_ranges(int rank) const = 0;
 };
 
 // params, grads: the model's flat buffers (host memory); layers: its parameter ranges in forward order.

@@ -126,6 +126,7 @@ class MraSync final : public GradientSync {
   std::vector<float> my_state(std::span<const float> full, int slots) const override {
     return plan_.my_state(full, slots);
   }
+  std::vector<ParamRange> state_ranges(int rank) const override { return plan_.ranges_of(rank); }
 
  private:
   // Sums bucket b's gradients and updates this rank's part. Sharded, the update is fused into the

@@ -59,6 +59,7 @@ class PlainSync final : public GradientSync {
 
   std::vector<float> full_state(std::span<const float> mine, int) override { return {mine.begin(), mine.end()}; }
   std::vector<float> my_state(std::span<const float> full, int) const override { return {full.begin(), full.end()}; }
+  std::vector<ParamRange> state_ranges(int) const override { return {{0, int64_t(params_.size())}}; }
 
  private:
   std::unique_ptr<Communicator> comm_;

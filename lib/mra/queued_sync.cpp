@@ -100,6 +100,7 @@ class QueuedSync final : public GradientSync {
   std::vector<float> my_state(std::span<const float> full, int slots) const override {
     return plan_.my_state(full, slots);
   }
+  std::vector<ParamRange> state_ranges(int rank) const override { return plan_.ranges_of(rank); }
 
  private:
   // The computation waits for the all-gathers of every bucket that starts before `end`.

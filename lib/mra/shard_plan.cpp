@@ -9,7 +9,7 @@ namespace dp {
 ShardPlan::ShardPlan(const GradSyncOptions& o, int ranks, int rank, const std::vector<ParamRange>& layers,
                      int64_t total_params)
     : buckets(plan_buckets(layers, total_params, o.bucket_bytes, o.first_bucket_bytes)),
-      sharded(o.sharded_update), total(total_params) {
+      sharded(o.sharded_update), total(total_params), rank_count(ranks) {
   for (const ParamRange& b : buckets) {
     const ShardRange r = sharded ? shard_range(size_t(b.count), ranks, rank) : ShardRange{0, size_t(b.count)};
     shards.push_back({b.offset + int64_t(r.offset), int64_t(r.count)});
@@ -38,6 +38,15 @@ std::vector<float> ShardPlan::my_state(std::span<const float> full, int slots) c
       std::copy_n(full.begin() + s * total + shards[b].offset, shards[b].count,
                   mine.begin() + s * state_count + state_offsets[b]);
   return mine;
+}
+
+std::vector<ParamRange> ShardPlan::ranges_of(int rank) const {
+  if (!sharded) return {{0, total}};
+  std::vector<ParamRange> out;
+  for (const ParamRange& b : buckets)
+    if (const ShardRange r = shard_range(size_t(b.count), rank_count, rank); r.count > 0)
+      out.push_back({b.offset + int64_t(r.offset), int64_t(r.count)});
+  return out;
 }
 
 }  // namespace dp

@@ -26,6 +26,9 @@ struct ShardPlan {
   // GradientSync::full_state (collective over comm) and my_state.
   std::vector<float> full_state(Communicator& comm, std::span<const float> mine, int slots) const;
   std::vector<float> my_state(std::span<const float> full, int slots) const;
+  // GradientSync::state_ranges.
+  std::vector<ParamRange> ranges_of(int rank) const;
+  int rank_count;
 };
 
 std::unique_ptr<GradientSync> make_plain_sync(CollectiveAlgorithm algorithm, Communicator& comm,

@@ -70,8 +70,8 @@ Checkpoint read_checkpoint_manifest(const std::string& path);
 std::string checkpoint_part_path(const std::string& path, int index);
 CheckpointPart write_checkpoint_part(const std::string& path, int index, int64_t begin, std::span<const float> params,
                                      std::span<const float> state, int slots, uint64_t fingerprint, int64_t step);
-// Parameters [begin, end) and their optimizer state (the first group's; slot major, `slots` slots) of a
-// checkpoint, from its values or its parts.
+// Parameters [begin, end) and their optimizer state (the first group's; slot major, `slots` slots; 0: the
+// parameters alone) of a checkpoint, from its values or its parts.
 struct CheckpointRange {
   std::vector<float> params, state;
 };

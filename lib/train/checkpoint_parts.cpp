@@ -249,7 +249,7 @@ CheckpointRange read_checkpoint_range(const Checkpoint& c, int64_t begin, int64_
     for (int k = 0; k < slots; ++k) std::copy_n(state.begin() + k * P + begin, n, out.state.begin() + k * n);
     return out;
   }
-  DP_CHECK(slots == c.sharded_slots, "the checkpoint's optimizer state slots");
+  DP_CHECK(slots == 0 || slots == c.sharded_slots, "the checkpoint's optimizer state slots (0: parameters only)");
   for (const CheckpointPart& p : c.parts) {
     const int64_t lo = std::max(begin, p.begin), hi = std::min(end, p.end);
     if (lo >= hi) continue;

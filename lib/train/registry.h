@@ -29,6 +29,9 @@ struct StrategyEntry {
   // Whether the model it is given holds the whole model's parameters (false: it is built without them,
   // Model::holds_parameters, and the strategy holds the parts it trains).
   bool whole_model = true;
+  // Whether its ranks resume reading only what they hold (a checkpoint's manifest, read_checkpoint_manifest,
+  // then each rank its ranges) rather than every value (read_checkpoint).
+  bool reads_own_ranges = false;
 };
 
 // Every strategy, in the order the documentation lists them.

@@ -14,10 +14,11 @@ namespace dp::train_detail {
 
 namespace {
 
-// A strategy that holds parts of the model reads a sharded checkpoint's manifest only (each rank its own
-// range later); the others read every value.
+// A strategy whose ranks read only what they hold reads a sharded checkpoint's manifest only (each rank its
+// own ranges later); the others read every value.
 Checkpoint read_for(const Job& job, const std::string& path) {
-  return strategy_entry(job.parallel.strategy).whole_model ? read_checkpoint(path) : read_checkpoint_manifest(path);
+  const bool own_ranges = strategy_entry(job.parallel.strategy).reads_own_ranges;
+  return own_ranges ? read_checkpoint_manifest(path) : read_checkpoint(path);
 }
 
 // A checkpoint the job's model and optimizer can continue from; CheckpointError otherwise.

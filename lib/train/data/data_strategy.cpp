@@ -14,6 +14,7 @@
 #include "lib/measure/device.h"
 #include "lib/measure/job_links.h"
 #include "lib/optim/optimizer.h"
+#include "lib/train/checkpoint_shards.h"
 #include "lib/train/step/step_update.h"
 #include "lib/train/step/sync_step.h"
 
@@ -44,9 +45,12 @@ class DataStrategy final : public Strategy, private SyncWork {
                         shares_text(balancer_.shares(std::min(job.train.global_batch, in_.train_set.count))))};
   }
 
+  // Every rank holds the parameters; of the optimizer state only what it keeps (its shards under sharded
+  // MRA), read range by range: no rank reads the whole state.
   void resume(const Checkpoint& from) override {
-    in_.model.params_from_host(from.params);
-    update_.load_state(*optimizer_, from.group_state());
+    in_.model.params_from_host(read_checkpoint_range(from, 0, from.param_count(), 0).params);
+    const std::vector<ParamRange> kept = update_.state_ranges(in_.comm.rank());
+    optimizer_->state_from_host(read_kept_state(from, 0, kept, optimizer_->slots()));
     optimizer_->set_steps_taken(from.optimizer_steps);
     // I-DAT divides as the interrupted run did (on another rank count: from the described speeds).
     balancer_.resume_from(from.balance_weights);
@@ -62,15 +66,29 @@ class DataStrategy final : public Strategy, private SyncWork {
     return evaluate_on_rank0(in_.comm, in_.model, held_out, in_.job.train.micro_batch);
   }
 
-  Checkpoint checkpoint(int64_t step, const std::string&) override {
-    std::vector<float> state = update_.full_state(*optimizer_);  // collective: sharded state comes together
-    if (in_.comm.rank() != 0) return {};
-    const std::span<const double> weights = balancer_.weights();
-    return {in_.model.fingerprint(), optimizer_->name(), step, optimizer_->steps_taken(), in_.model.params_to_host(),
-            std::move(state), {},
-            in_.job.parallel.balance.mode == BalanceMode::idat ? std::vector<double>(weights.begin(), weights.end())
-                                                    : std::vector<double>{},
-            {}, 0, 0, {}};
+  // Written per shard: rank r writes piece r of the parameters with their optimizer state (brought from
+  // the ranks that keep it), rank 0 the manifest.
+  Checkpoint checkpoint(int64_t step, const std::string& path) override {
+    update_.settle();
+    const bool host = in_.kernels.host_memory;
+    std::vector<float> params_copy, state_copy;  // GPU ranks: their values on the host
+    if (!host) params_copy = in_.model.params_to_host(), state_copy = optimizer_->state_to_host();
+    const ReplicatedState held{0, host ? std::span<const float>(in_.model.params()) : params_copy,
+                               host ? std::span<const float>(optimizer_->state()) : state_copy, optimizer_->slots(),
+                               [this](int r) { return update_.state_ranges(r); }};
+    const int rank = in_.comm.rank();
+    const std::optional<CheckpointPart> part =
+        write_replica_part(in_.comm, held, path, rank, in_.model.fingerprint(), step);
+    Checkpoint c;
+    c.model_fingerprint = in_.model.fingerprint();
+    c.optimizer = optimizer_->name();
+    c.step = step;
+    c.optimizer_steps = optimizer_->steps_taken();
+    c.sharded_params = int64_t(in_.model.params().size());
+    c.sharded_slots = optimizer_->slots();
+    if (in_.job.parallel.balance.mode == BalanceMode::idat)
+      c.balance_weights.assign(balancer_.weights().begin(), balancer_.weights().end());
+    return gather_manifest(in_.comm, part, rank, path, std::move(c));
   }
 
  private:
@@ -121,7 +139,7 @@ class DataStrategy final : public Strategy, private SyncWork {
 StrategyEntry data_strategy_entry() {
   return {StrategyKind::data, nullptr, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
             return std::make_unique<DataStrategy>(std::move(in));
-          }};
+          }, /*whole_model=*/true, /*reads_own_ranges=*/true};
 }
 
 }  // namespace dp

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <numeric>
 
 #include "lib/balance/emulate.h"
@@ -25,6 +24,7 @@
 #include "lib/core/trace.h"
 #include "lib/pipeline/schedule.h"
 #include "lib/optim/optimizer.h"
+#include "lib/train/checkpoint_shards.h"
 #include "lib/train/pipeline/pipeline_decision.h"
 #include "lib/measure/pipeline_plan.h"
 #include "lib/train/pipeline/pipeline_records.h"
@@ -44,14 +44,6 @@ using pipeline_detail::SharedPlan;
 using pipeline_detail::placement_of;
 using pipeline_detail::share_rank0_plan;
 using Clock = std::chrono::steady_clock;
-
-// A stage's checkpoint part, as every rank tells rank 0 (stage -1: it wrote none).
-struct PartRecord {
-  int64_t begin = 0, end = 0;
-  uint64_t bytes = 0;
-  uint32_t crc = 0;
-  int32_t stage = -1;
-};
 
 class PipelineStrategy final : public Strategy, private SyncWork {
  public:
@@ -110,14 +102,15 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     return lines;
   }
 
-  // Each stage reads only its blocks' range (from the parts that hold it, or a checkpoint's values).
+  // Each replica of a stage reads its blocks' parameters and, of their optimizer state, only the ranges it
+  // keeps (from the parts that hold them, or a checkpoint's values).
   void resume(const Checkpoint& from) override {
     optimizer_steps_ = from.optimizer_steps;
     if (!stage_) return;
-    const int slots = optimizer_->slots();
-    const CheckpointRange mine = read_checkpoint_range(from, stage_->param_begin(), stage_->param_end(), slots);
-    stage_->params_from_host(mine.params);
-    optimizer_->state_from_host(sync_->my_state(mine.state, slots));
+    const int64_t begin = stage_->param_begin();
+    stage_->params_from_host(read_checkpoint_range(from, begin, stage_->param_end(), 0).params);
+    const std::vector<ParamRange> kept = sync_->state_ranges(stage_comm_->rank());
+    optimizer_->state_from_host(read_kept_state(from, begin, kept, optimizer_->slots()));
     optimizer_->set_steps_taken(from.optimizer_steps);
   }
 
@@ -158,38 +151,27 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     return total;
   }
 
-  // Sharded: each stage's first replica writes its blocks' parameters and whole optimizer state (its
-  // replicas' shards brought together) as one part, all stages at once; rank 0 names them in the manifest.
+  // Sharded: each replica of each stage writes its piece of the stage's blocks (parameters and optimizer
+  // state, brought from the replicas that keep it) as one part, all at once; rank 0 names them in the
+  // manifest.
   Checkpoint checkpoint(int64_t step, const std::string& path) override {
+    const MeterScope scope(meter_);
     const auto kind = make_optimizer(in_.job.optim, 0);  // its name and state slots
-    const int slots = kind->slots();
-    std::vector<float> state;
-    if (sync_) state = sync_->full_state(optimizer_->state_to_host(), slots);
-    PartRecord mine;
-    if (stage_ && place_.replica == 0) {
-      const std::vector<float> params = stage_->params_to_host();
-      check_finite_parameters(params, step);
-      const CheckpointPart p = write_checkpoint_part(path, place_.stage, stage_->param_begin(), params, state, slots,
-                                                     in_.model.fingerprint(), step);
-      mine = {p.begin, p.end, p.bytes, p.crc, place_.stage};
+    std::optional<CheckpointPart> mine;
+    if (stage_) {
+      const ReplicatedState held{stage_->param_begin(), stage_->params(), optimizer_->state(), kind->slots(),
+                                 [this](int r) { return sync_->state_ranges(r); }};
+      mine = write_replica_part(*stage_comm_, held, path, in_.comm.rank(), in_.model.fingerprint(), step);
     }
-    const std::vector<PartRecord> all = in_.comm.size() > 1 ? in_.comm.allgather_value(mine) : std::vector{mine};
-    if (in_.comm.rank() != 0) return {};
     Checkpoint c;
     c.model_fingerprint = in_.model.fingerprint();
     c.optimizer = kind->name();
     c.step = step;
     c.optimizer_steps = optimizer_steps_;
     c.sharded_params = in_.model.parameter_count();
-    c.sharded_slots = slots;
-    c.parts.resize(plan_.stages.size());
-    for (const PartRecord& r : all)
-      if (r.stage >= 0)
-        c.parts[size_t(r.stage)] = {r.begin, r.end, std::filesystem::path(checkpoint_part_path(path, r.stage)).filename(),
-                                    r.bytes, r.crc};
-    return c;
+    c.sharded_slots = kind->slots();
+    return gather_manifest(in_.comm, mine, in_.comm.rank(), path, std::move(c));
   }
-
 
  private:
   // This rank's part of the mini-batch: its stage's forward and backward of every micro-batch (1F1B),
@@ -332,7 +314,7 @@ class PipelineStrategy final : public Strategy, private SyncWork {
 StrategyEntry pipeline_strategy_entry() {
   return {StrategyKind::pipeline, check_pipeline_job, [](StrategyInputs in) -> std::unique_ptr<Strategy> {
             return std::make_unique<PipelineStrategy>(std::move(in));
-          }, /*whole_model=*/false};
+          }, /*whole_model=*/false, /*reads_own_ranges=*/true};
 }
 
 }  // namespace dp

@@ -79,6 +79,10 @@ std::vector<float> StepUpdate::full_state(const Optimizer& opt) {
   return sync_ ? sync_->full_state(mine, opt.slots()) : mine;
 }
 
+std::vector<ParamRange> StepUpdate::state_ranges(int rank) const {
+  return sync_ ? sync_->state_ranges(rank) : std::vector<ParamRange>{{0, int64_t(model_.params().size())}};
+}
+
 void StepUpdate::load_state(Optimizer& opt, std::span<const float> full) {
   if (sync_)
     opt.state_from_host(sync_->my_state(full, opt.slots()));

@@ -50,6 +50,9 @@ class StepUpdate {
   // Checkpoints (collective): this rank's optimizer state <-> the whole state.
   std::vector<float> full_state(const Optimizer& opt);
   void load_state(Optimizer& opt, std::span<const float> full);
+  // The parameters whose optimizer state rank `rank` keeps, in the order of its state (all, or its shards
+  // under sharded MRA): GradientSync::state_ranges.
+  std::vector<ParamRange> state_ranges(int rank) const;
 
  private:
   Model& model_;
