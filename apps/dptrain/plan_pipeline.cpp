@@ -107,7 +107,7 @@ void choose_plan(const Job& job, const pipeline::Workload& w, const Cluster& c, 
   r.planning_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!r.planned.feasible && !r.from_job)
     throw InputError(job.source + " [cluster]", "nothing fits: " + pipeline::explain_infeasible(w, c, r.planned),
-                     "see man dptrain(1), PIPELINE MODEL, for what a stage holds");
+                     smallest_pipeline_hint(w, c, seed));
 }
 
 }  // namespace

@@ -109,6 +109,10 @@ struct Fit {
   int64_t devices = 0;       // the fewest on which every rank fits (0: none up to the limit searched)
   double peak_bytes = 0;     // the largest rank's buffers there
   std::string note;          // how (data parallel shards, pipeline stages) or why not
+  // When the job's strategy is not a pipeline and needs more devices than the job has (or fits on none):
+  // the smallest pipeline of the kind (fewest devices, then the most samples/s; 0: none fits) and its plan.
+  int64_t pipeline_devices = 0;
+  std::string pipeline_note;
 };
 
 struct Estimate {
@@ -152,7 +156,8 @@ MemoryTerms data_parallel_memory(const Job& job, const ModelFacts& facts, int64_
                                  int64_t state_params);
 
 // The fewest devices of kind `d` (speed 1, its memory) on which every rank of the job's strategy fits
-// (doubling, then bisecting, up to 4096).
+// (doubling, then bisecting, up to 4096; a pipeline from the planner's smallest pipeline up), and when
+// that is more than the job's ranks, the smallest pipeline that fits.
 Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, const DeviceKind& d);
 
 std::string estimate_text(const Estimate& e);

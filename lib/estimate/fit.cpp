@@ -1,6 +1,8 @@
 // fewest_devices (estimate.h): the job's strategy on n devices of one kind, for growing n, until every
-// rank's buffers fit the kind's memory: doubling from 1, then bisecting between the last n that did not
-// fit and the first that did. A pipeline that cannot be planned on n devices does not fit there.
+// rank's buffers fit the kind's memory: doubling from 1 (for a pipeline, from the planner's smallest
+// pipeline, lib/pipeline/smallest.cpp), then bisecting between the last n that did not fit and the first
+// that did. A pipeline that cannot be planned on n devices does not fit there. A job of another strategy
+// that needs more devices than it has also gets the smallest pipeline of the kind.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +10,8 @@
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
 #include "lib/estimate/estimate.h"
+#include "lib/measure/pipeline_plan.h"
+#include "lib/pipeline/plan_report.h"
 
 namespace dp::estimate {
 namespace {
@@ -47,14 +51,42 @@ double peak_on(const Job& job, const ModelFacts& facts, const Timing& t, const D
   }
 }
 
+// The planner's smallest pipeline of the job's model on devices of kind d (devices 0: none up to `limit`).
+pipeline::SmallestPipeline smallest_pipeline_on(const Job& job, const ModelFacts& facts, const Timing& t,
+                                                const DeviceKind& d, int64_t limit) {
+  Job pj = job;
+  pj.parallel.strategy = StrategyKind::pipeline;
+  const pipeline::BlockProfile profile = t.profile ? *t.profile : shape_profile(facts, profile_micro_batch(pj));
+  pipeline::PlanOptions o;
+  o.seed = job.job.seed;
+  return pipeline::smallest_pipeline(
+      job_pipeline_workload(pj, profile), [&](int n) { return pipeline_cluster(on_devices(pj, d, n)); }, int(limit), o);
+}
+
+// The smallest pipeline of kind d in f, for a job of another strategy.
+void add_smallest_pipeline(Fit& f, const Job& job, const ModelFacts& facts, const Timing& t, const DeviceKind& d) {
+  const int64_t limit = std::min<int64_t>(4096, job.train.global_batch);
+  const pipeline::SmallestPipeline s = smallest_pipeline_on(job, facts, t, d, limit);
+  f.pipeline_devices = s.devices;
+  f.pipeline_note = s.devices > 0 ? fmt::format("{} {}: {}", s.devices, d.name, pipeline::plan_line(s.result))
+                                  : fmt::format("no pipeline fits on up to {} {}", limit, d.name);
+}
+
 }  // namespace
 
 Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, const DeviceKind& d) {
   Fit f;
   f.device = d.name;
   const int64_t limit = std::min<int64_t>(4096, job.train.global_batch);
+  const bool pipeline = job.parallel.strategy == StrategyKind::pipeline;
   int64_t lo = 0, hi = 1;  // lo: known not to fit (0: none tried)
-  double peak = peak_on(job, facts, t, d, hi);
+  if (pipeline) {
+    // No pipeline on fewer devices than the planner's smallest fits: start there.
+    const int64_t smallest = smallest_pipeline_on(job, facts, t, d, limit).devices;
+    if (smallest > 0) lo = smallest - 1, hi = smallest;
+    else lo = hi = limit;
+  }
+  double peak = pipeline && lo == limit ? -1 : peak_on(job, facts, t, d, hi);
   while (peak < 0 && hi < limit) {
     lo = hi;
     hi = std::min(limit, hi * 2);
@@ -63,6 +95,7 @@ Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, con
   if (peak < 0) {
     f.note = fmt::format("does not fit on up to {} {} ({} GB each) under strategy {}", limit, d.name, d.memory_gb,
                          name_of(job.parallel.strategy));
+    if (!pipeline) add_smallest_pipeline(f, job, facts, t, d);
     return f;
   }
   while (hi - lo > 1) {
@@ -75,6 +108,7 @@ Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, con
   f.peak_bytes = peak;
   f.note = fmt::format("{} {} under strategy {}: the largest rank holds {:.1f} GB of {} GB", hi, d.name,
                        name_of(job.parallel.strategy), peak / 1e9, d.memory_gb);
+  if (!pipeline && hi > job.launch.ranks) add_smallest_pipeline(f, job, facts, t, d);
   return f;
 }
 

@@ -54,6 +54,7 @@ std::string estimate_text(const Estimate& e) {
                      (q.memory_per_rank_bytes >> 20) * q.ranks_per_node, q.gpus_per_rank * q.ranks_per_node,
                      q.time_limit_s > 0 ? duration(q.time_limit_s) : "none");
   if (e.fit) out += fmt::format("fits on: {}\n", e.fit->devices > 0 ? e.fit->note : "nothing: " + e.fit->note);
+  if (e.fit && !e.fit->pipeline_note.empty()) out += fmt::format("as a pipeline: {}\n", e.fit->pipeline_note);
   for (const std::string& n : e.notes) out += "note: " + n + "\n";
   return out;
 }
@@ -76,8 +77,10 @@ std::string estimate_json(const Estimate& e) {
   const ResourceRequest& q = e.request;
   std::string fit = "null";
   if (e.fit)
-    fit = fmt::format("{{\"device\": {}, \"devices\": {}, \"peak_bytes\": {:.0f}, \"note\": {}}}",
-                      json_quoted(e.fit->device), e.fit->devices, e.fit->peak_bytes, json_quoted(e.fit->note));
+    fit = fmt::format("{{\"device\": {}, \"devices\": {}, \"peak_bytes\": {:.0f}, \"note\": {}, "
+                      "\"pipeline_devices\": {}, \"pipeline_note\": {}}}",
+                      json_quoted(e.fit->device), e.fit->devices, e.fit->peak_bytes, json_quoted(e.fit->note),
+                      e.fit->pipeline_devices, json_quoted(e.fit->pipeline_note));
   return fmt::format(
       "{{\"model\": {}, \"strategy\": {}, \"timing\": {}, \"ranks\": [{}], \"flops_per_sample\": {:.6g}, "
       "\"flops_per_step\": {:.6g}, \"step_s\": {:.6g}, \"step_split\": {{\"compute_s\": {:.6g}, \"comm_s\": {:.6g}, "

@@ -10,6 +10,7 @@
 
 #include "lib/core/error.h"
 #include "lib/measure/layer_profile.h"
+#include "lib/pipeline/plan_report.h"
 
 namespace dp {
 namespace {
@@ -119,6 +120,26 @@ double model_seconds(const pipeline::Workload& w, double samples) {
 }
 }  // namespace
 
+std::string smallest_pipeline_hint(const pipeline::Workload& w, const Cluster& c, uint64_t seed) {
+  int roomiest = 0;
+  for (int r = 1; r < c.size(); ++r)
+    if (c.rank(r).memory_gb > c.rank(roomiest).memory_gb) roomiest = r;
+  ClusterRank device = c.rank(roomiest);
+  device.node = device.rack = 0;
+  const Link link = c.size() > 1 ? c.link(0, 1) : Link{100, 0};
+  pipeline::PlanOptions o;
+  o.seed = seed;
+  const int most = int(std::min<int64_t>(4096, w.global_batch));
+  const pipeline::SmallestPipeline s = pipeline::smallest_pipeline(
+      w, [&](int n) { return Cluster(std::vector<ClusterRank>(size_t(n), device), link, link, link); }, most, o);
+  if (s.devices == 0)
+    return fmt::format("no pipeline fits on up to {} devices of {:.3g} GB (rank {}'s): add memory", most,
+                       device.memory_gb, roomiest);
+  return fmt::format("the smallest pipeline that fits takes {} devices like rank {} ({:.3g} GB): {}; set launch.ranks "
+                     "= {}, or add memory",
+                     s.devices, roomiest, device.memory_gb, pipeline::plan_line(s.result), s.devices);
+}
+
 Cluster measured_cluster(const Job& job, const pipeline::Workload& w, const std::vector<double>& step_ms,
                          const std::vector<int64_t>& local_batch) {
   const Cluster c = pipeline_cluster(job);
@@ -134,6 +155,9 @@ pipeline::Workload job_pipeline_workload(const Job& job, const pipeline::BlockPr
   w.micro_batch_counts = micro_batch_candidates(w.global_batch, job.parallel.pipeline.micro_batches);
   w.state_per_param_byte = resident_bytes_per_param_byte(job.optim);
   w.sharded_per_param_byte = sharded_bytes_per_param_byte(job);
+  // recompute = "none": plan for stages that fit without it (the planner would otherwise choose stages
+  // that fit only recomputing, then be stripped of it).
+  w.may_recompute = job.parallel.pipeline.recompute != Recompute::none;
   return w;
 }
 
@@ -151,7 +175,7 @@ PipelineChoice choose_pipeline_plan(const Job& job, const pipeline::Workload& w,
       throw JobError(job.source + (job.cluster.emulate.memory_gb.empty() ? " [cluster] memory_gb"
                                                                         : " [cluster.emulate] memory_gb"),
                      "nothing fits: " + pipeline::explain_infeasible(w, c, planned),
-                     "see man dptrain(1), PIPELINE MODEL, for what a stage holds");
+                     smallest_pipeline_hint(w, c, job.job.seed));
     out.result = with_recompute(job, w, c, planned.plan, planned.method);
     out.how = fmt::format("the planner's ({})", planned.method);
   }

@@ -50,6 +50,11 @@ int64_t profile_micro_batch(const Job& job);
 // the global batch, M's candidates and the optimizer's resident bytes.
 pipeline::Workload job_pipeline_workload(const Job& job, const pipeline::BlockProfile& p);
 
+// What to do when no pipeline fits c, as a hint: the smallest pipeline on devices like c's rank with the
+// most memory (its speed; linked as its ranks 0 and 1 are, or at 100 Gbit/s for a cluster of one rank):
+// its device count and plan (pipeline::smallest_pipeline), else that more memory is needed.
+std::string smallest_pipeline_hint(const pipeline::Workload& w, const Cluster& c, uint64_t seed);
+
 struct PipelineChoice {
   pipeline::PlanResult result;        // the plan and its prediction
   pipeline::Workload workload;

@@ -39,23 +39,37 @@ Plan plan_of(const StageDevices& sets, const std::vector<int>& last, int64_t M) 
   return plan;
 }
 
-// Keeps `plan` in `best` when it fits and is faster.
+// Keeps `plan` in `best` when it fits and is faster. Without recomputation first: recomputing only adds
+// time, so a plan no faster without it is dropped, and one that fits without it is done.
 void keep(const Workload& w, const Prefix& p, const Cluster& c, Plan plan, Plan& best, double& best_t) {
   if (plan.stages.empty()) return;
-  const double t = finish_and_time(w, p, c, plan, true);
+  const int64_t mb = w.global_batch / plan.micro_batches;
+  for (Stage& s : plan.stages) {
+    if (int64_t(s.ranks.size()) > mb) return;
+    s.recompute.clear();
+  }
+  const Prediction plain = evaluate(w, c, plan);
+  if (plain.minibatch_s >= best_t) return;
+  const double t = plain.fits ? plain.minibatch_s : finish_and_time(w, p, c, plan, true);
   if (t < best_t) best_t = t, best = std::move(plan);
 }
 
-// Up to `limit` (2 at least) values of 1..top, 1 and top among them: all of them, else evenly or
-// geometrically spaced.
-std::vector<int> some_of(int top, int limit, bool geometric) {
+// Every one of 1..top while top x blocks^2 <= kEvery (the stage-count plans' stage counts, the
+// PipeDream-style plans' replica counts and prefix lengths: a candidate's cut, recomputation and
+// prediction cost about `blocks` steps each, and every one of the ladder's sub-clusters pays them again),
+// else `grid` of them, geometrically spaced from 1 to top (or evenly). 6e6 keeps every candidate of the
+// published profiles (71 blocks at most) on 1,024 devices, and a grid for 1,000 blocks on any.
+constexpr double kEvery = 6e6;
+bool every_candidate(int top, int blocks) { return double(top) * double(blocks) * double(blocks) <= kEvery; }
+std::vector<int> candidates_upto(int top, int blocks, int grid, bool geometric) {
   std::vector<int> out;
-  limit = std::max(limit, 2);
-  for (int i = 0; i < std::min(top, limit); ++i) {
-    const double x = double(i) / double(std::min(top, limit) - 1);
-    const int v = top <= limit ? i + 1
-                  : geometric  ? int(std::lround(std::pow(double(top), x)))
-                               : 1 + int(std::lround(x * double(top - 1)));
+  const bool every = every_candidate(top, blocks) || top <= grid;
+  const int count = every ? top : grid;
+  for (int i = 0; i < count; ++i) {
+    const double x = count == 1 ? 0 : double(i) / double(count - 1);
+    const int v = every ? i + 1
+                  : geometric ? int(std::lround(std::pow(double(top), x)))
+                              : 1 + int(std::lround(x * double(top - 1)));
     if (out.empty() || v > out.back()) out.push_back(v);
   }
   return out;
@@ -157,78 +171,108 @@ Plan best_stage_count_plan(const Workload& w, const Prefix& p, const Cluster& c,
   return last.empty() ? Plan{} : plan_of(sets, last, M);
 }
 
-Plan best_pipedream_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double steps,
-                         double& best_t) {
+Plan best_pipedream_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double& best_t,
+                         bool exhaustive) {
   const int n = int(w.blocks.size()), d = c.size();
   const int64_t mb = w.global_batch / M;
   const std::vector<int> order = fastest_order(c);
   const int top = int(std::min<int64_t>(d, mb));
-  // Every pair when blocks^2 x replicas fits the steps (a candidate's suffix costs up to a step a block).
-  const int pairs = int(std::clamp(steps / (double(n) * double(n)), 64.0, 1e9));
-  const std::vector<int> rs = some_of(top, std::max(pairs / n, int(std::sqrt(double(pairs)))), true);
-  const std::vector<int> js = some_of(n, pairs / int(rs.size()), false);
   std::vector<CutRate> single;  // each device alone, in order
   for (int r : order) single.push_back(cut_rate(c, {r}, mb));
+  auto too_slow = [&](double sum, double most) { return sum + double(M - 1) * most > best_t * (1 + 1e-12); };
+  // A stage whose parameters, gradients and optimizer state alone exceed a device's memory cannot fit.
+  auto state_fits = [&](int a, int b, size_t replicas, double memory_bytes) {
+    return memory_bytes <= 0 ||
+           w.state_bytes_per_param_byte(replicas) * Prefix::sum(p.params, a, b) <= memory_bytes * (1 + 1e-12);
+  };
+  auto memory_of = [&](int k) { return c.rank(order[size_t(k)]).memory_gb * 1e9; };
+  // The last block e >= pos that device k's stage takes within `cap` (cut_seconds grows with e: bisect).
+  auto reach = [&](int k, int pos, double cap) {
+    int lo = pos, hi = n - 1;
+    while (lo < hi) {
+      const int mid = lo + (hi - lo + 1) / 2;
+      if (cut_seconds(p, single[size_t(k)], pos, mid) <= cap && state_fits(pos, mid, 1, memory_of(k))) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
   Plan best;
-  for (int r : rs) {
+  std::vector<double> largest_after(size_t(n) + 1);  // the largest block of [j, n) on device r alone
+  const bool every = exhaustive || every_candidate(top, n);
+  for (int r : every ? candidates_upto(top, 1, top, true) : candidates_upto(top, n, 8, true)) {
     std::vector<int> prefix(order.begin(), order.begin() + r);
     std::sort(prefix.begin(), prefix.end());
     const CutRate rate = cut_rate(c, prefix, mb);
-    // Its replicas' seconds per sample-second and per fixed second, for its compute as stage_cost has it.
-    std::vector<std::pair<double, double>> replicas;
+    // Two of its replicas (the most samples per speed, the slowest): a lower bound on its forward and
+    // backward as stage_cost has them (the slowest replica's).
     const std::vector<int64_t> shares = micro_batch_shares(c, prefix, mb);
-    for (size_t i = 0; i < prefix.size(); ++i)
-      replicas.push_back({double(shares[i]) / c.rank(prefix[i]).speed, 1 / c.rank(prefix[i]).speed});
-    std::sort(replicas.begin(), replicas.end(), std::greater<>());
-    std::vector<std::pair<double, double>> slowest;  // the replicas no other is slower than in both
-    for (const auto& x : replicas)
-      if (slowest.empty() || x.second > slowest.back().second) slowest.push_back(x);
-    for (int j : js) {
+    std::pair<double, double> most_samples{0, 0}, slowest{0, 0};
+    double least_memory = 0;  // of the prefix's devices (0: no limit)
+    for (size_t i = 0; i < prefix.size(); ++i) {
+      const double memory = c.rank(prefix[i]).memory_gb * 1e9;
+      if (memory > 0 && (least_memory <= 0 || memory < least_memory)) least_memory = memory;
+      const std::pair<double, double> x{double(shares[i]) / c.rank(prefix[i]).speed, 1 / c.rank(prefix[i]).speed};
+      if (x.first > most_samples.first) most_samples = x;
+      if (x.second > slowest.second) slowest = x;
+    }
+    // A device after the prefix is no faster than order[r]: on it, a stage of several blocks within the
+    // cap holds at most the cap's worth of order[r]'s seconds, a stage of one block at most the largest.
+    const CutRate next = r < d ? single[size_t(r)] : CutRate{};
+    largest_after[size_t(n)] = 0;
+    for (int b = n - 1; b >= 0 && r < d; --b)
+      largest_after[size_t(b)] = std::max(largest_after[size_t(b) + 1], cut_seconds(p, next, b, b));
+    for (int j : every ? candidates_upto(n, n, n, false) : candidates_upto(n, n, 16, false)) {
       // Blocks [0, j) on the prefix; the rest on single devices, each as many blocks as keep within
-      // the prefix's time (one at least). A lower bound on T first: the stages' compute alone.
+      // the prefix's time (one at least). Lower bounds on T first, from the stages' compute alone: fill and
+      // drain plus M - 1 times the slowest; a candidate ends once past the best plan's time.
       const double cap = cut_seconds(p, rate, 0, j - 1);
-      double fwd = 0, bwd = 0;
-      for (const auto& [a, b] : slowest) {
-        fwd = std::max(fwd, a * Prefix::sum(p.forward, 0, j - 1) + b * Prefix::sum(p.forward_fixed, 0, j - 1));
-        bwd = std::max(bwd, a * Prefix::sum(p.backward, 0, j - 1) + b * Prefix::sum(p.backward_fixed, 0, j - 1));
-      }
-      double sum = fwd + bwd, most = sum;
+      auto compute = [&](const std::vector<double>& per_sample, const std::vector<double>& fixed) {
+        const double a = Prefix::sum(per_sample, 0, j - 1), b = Prefix::sum(fixed, 0, j - 1);
+        return std::max(most_samples.first * a + most_samples.second * b, slowest.first * a + slowest.second * b);
+      };
+      double sum = compute(p.forward, p.forward_fixed) + compute(p.backward, p.backward_fixed), most = sum;
+      if (too_slow(sum, most) || !state_fits(0, j - 1, size_t(r), least_memory)) break;  // and so longer prefixes
+      if (j < n && (r >= d || double(d - r) * std::max(cap, largest_after[size_t(j)]) <
+                                  cut_seconds(p, next, j, n - 1) * (1 - 1e-12)))
+        continue;  // too few devices left for the rest
       Plan plan;
       plan.micro_batches = M;
       plan.stages.push_back({0, j - 1, prefix, {}});
       bool placed = true;
-      for (int pos = j, k = r; pos < n; ++k) {
+      for (int pos = j, k = r; pos < n && placed; ++k) {
         if (k >= d) {
           placed = false;
           break;
         }
-        int e = pos;
-        while (e + 1 < n && cut_seconds(p, single[size_t(k)], pos, e + 1) <= cap) ++e;
+        if (!state_fits(pos, pos, 1, memory_of(k))) {
+          placed = false;
+          break;
+        }
+        const int e = reach(k, pos, cap);
         const double t = cut_seconds(p, single[size_t(k)], pos, e);
         sum += t, most = std::max(most, t);
         plan.stages.push_back({pos, e, {order[size_t(k)]}, {}});
         pos = e + 1;
+        placed = !too_slow(sum, most);
       }
-      if (placed && sum + double(M - 1) * most <= best_t * (1 + 1e-12)) keep(w, p, c, std::move(plan), best, best_t);
+      if (placed) keep(w, p, c, std::move(plan), best, best_t);
     }
   }
   return best;
 }
 
-std::vector<Plan> baseline_seeds(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double steps) {
+std::vector<Plan> baseline_seeds(const Workload& w, const Prefix& p, const Cluster& c, int64_t M) {
   const int n = int(w.blocks.size()), S = std::min(n, c.size());
   std::vector<Plan> out;
   out.push_back(naive_at(w, c, M));
   Plan dp = data_parallel_at(w, c, M);
   if (!dp.stages.empty()) out.push_back(std::move(dp));
-  // The fastest of the plans with each stage count (a cut costs about 50 passes over the blocks), then
-  // the fastest PipeDream-style plan if faster still.
+  // The fastest of the plans with each stage count, then the fastest PipeDream-style plan if faster still.
   Plan best;
   double best_t = kInf;
   for (Plan& plan : out) best_t = std::min(best_t, finish_and_time(w, p, c, plan, true));
-  for (int s : some_of(S, int(std::clamp(steps / (50.0 * n), 1.0, 1e9)), true))
-    keep(w, p, c, best_stage_count_plan(w, p, c, M, s), best, best_t);
-  Plan pd = best_pipedream_plan(w, p, c, M, steps, best_t);
+  for (int s : candidates_upto(S, n, 80, true)) keep(w, p, c, best_stage_count_plan(w, p, c, M, s), best, best_t);
+  Plan pd = best_pipedream_plan(w, p, c, M, best_t, false);
   if (!pd.stages.empty()) best = std::move(pd);
   if (!best.stages.empty()) out.push_back(std::move(best));
   return out;
@@ -286,7 +330,7 @@ PlanResult pipedream_plan(const Workload& w, const Cluster& c) {
   const detail::Prefix p(w);
   return best_over_micro_batches(w, c, "pipedream", [&](int64_t M, Plan& plan) {
     double best_t = std::numeric_limits<double>::infinity();
-    plan = detail::best_pipedream_plan(w, p, c, M, std::numeric_limits<double>::infinity(), best_t);
+    plan = detail::best_pipedream_plan(w, p, c, M, best_t, true);
     return !plan.stages.empty();
   });
 }

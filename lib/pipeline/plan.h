@@ -19,13 +19,20 @@
 // and from the neighbours, and between the stage's blocks): what a stage's buffers hold (tested). With equal devices, one bandwidth, no latencies and M -> infinity,
 // T / M is PipeDream's objective for a straight pipeline (the slowest stage or link).
 //
-// Planners: exact (a dynamic program over block ranges, device sets and positions, keeping the Pareto
-// set of (sum, max, allreduce tail) per state; exact for the model, affordable up to about 8 devices),
-// and a heuristic beyond (stages on contiguous runs of a locality order of the devices, blocks cut by a
-// bisection on the bottleneck, then local search over boundaries and devices). Recomputation is chosen
-// per stage: the blocks whose recomputation costs least while the stage fits, which is exact because T
-// only grows with a stage's time; the partition then moves blocks away from stages that recompute.
-//
+// Planners, under one deadline (PlanOptions::seconds, 5 s) and budgets of steps that make them
+// deterministic (select.cpp): first an exact program over the whole cluster where its estimated work fits
+// its budget: for identical devices a dynamic program over block ranges and runs of devices
+// (homogeneous.cpp: stages on consecutive runs of a locality order; exact over every plan when the links
+// are all equal), else the subset search (exact.cpp: block ranges, device sets and positions, keeping the
+// Pareto set of (sum, max, allreduce tail) per state; up to 20 devices, interchangeable ones tried once).
+// Beyond, a heuristic (heuristic.cpp: stages on runs of a locality order, blocks cut by a bisection on the
+// bottleneck, then iterated local search over boundaries and devices) started from seeds it never returns
+// anything slower than: the naive plan, data parallelism, the best plan with each stage count, the best
+// PipeDream-style plan (baselines.cpp), its own plan on the fastest power-of-two subset below the device
+// count (down to 8, where the exact programs are affordable: so it is monotone in devices), and the
+// identical devices' program on each large device kind. Recomputation is chosen per stage: the blocks
+// whose recomputation costs least while the stage fits, which is exact because T only grows with a
+// stage's time (recompute.cpp). The smallest pipeline that fits (smallest.cpp) builds on them.
 // Pure functions of the block table and a Cluster (lib/cluster): no MPI, no clocks but time limits.
 #pragma once
 
@@ -63,6 +70,7 @@ struct Workload {
                                      //   state (SGD with momentum: 3; Adam: 4)
   double sharded_per_param_byte = 0; // of those, the optimizer state's, when the replicas of a stage
                                      //   shard it (MRA's sharded update: each keeps 1/replicas of it)
+  bool may_recompute = true;         // false: the planners fit every stage without recomputation
   // The input bytes of block b (what a recomputed block keeps): the boundary before it.
   double input_bytes_of(int b) const { return b == 0 ? input_bytes : blocks[size_t(b) - 1].output_bytes; }
   // Resident bytes per parameter byte on each device of a stage of `replicas` devices.
@@ -123,7 +131,7 @@ Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan);
 
 // The cheapest recomputation for blocks [first, last] on `ranks` at position `from_end` (1: the last
 // stage) with M micro-batches: fewest recomputed forward seconds such that every device fits. Returns
-// false when nothing fits (then `recompute` holds every block).
+// false when nothing fits (then `recompute` holds every block; none when w.may_recompute is false).
 bool choose_recompute(const Workload& w, const Cluster& c, int first, int last, const std::vector<int>& ranks,
                       int from_end, int64_t micro_batches, std::vector<int>& recompute);
 
@@ -134,9 +142,6 @@ struct PlanOptions {
                                       //   (transitions and the entries they extend; deterministic, 10-300 ns
                                       //   each here): when they run out it is not exact, its plan no seed
   int64_t search_candidates = 2000;   // the heuristic's local search: placements tried per micro-batch count
-  double baseline_steps = 4e6;        // the stage-count and PipeDream-style seeds per micro-batch count: every
-                                      //   candidate while their passes over the blocks stay within it (about
-                                      //   3 ns each here), else a grid of that size (baselines.cpp)
   uint64_t seed = 1;
   bool force_exact = false, force_heuristic = false;
 };
@@ -190,5 +195,15 @@ PlanResult best_given_stages(const std::string& text, const Workload& w, const C
 // Why nothing fits, as one line: the stage that cannot fit even recomputing every block with one
 // micro-batch in flight, by how much, and what would.
 std::string explain_infeasible(const Workload& w, const Cluster& c, const PlanResult& best);
+
+// The fewest devices on which a pipeline of w fits, `cluster(d)` giving d devices of one kind (up to
+// max_devices), and plan_pipeline's plan on them: fewest devices, then the least mini-batch time. devices
+// 0: none fits up to max_devices (smallest.cpp says how it searches).
+struct SmallestPipeline {
+  int devices = 0;
+  PlanResult result;
+};
+SmallestPipeline smallest_pipeline(const Workload& w, const std::function<Cluster(int)>& cluster, int max_devices,
+                                   const PlanOptions& o = {});
 
 }  // namespace dp::pipeline

@@ -176,14 +176,16 @@ Plan naive_at(const Workload& w, const Cluster& c, int64_t M);
 Plan data_parallel_at(const Workload& w, const Cluster& c, int64_t M);
 Plan best_stage_count_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, int stages);
 // The fastest PipeDream-style plan at M that fits and is not slower than best_t (which it lowers; no
-// stages: none), over every prefix length j and replica count r while blocks^2 x min(devices, micro-batch)
-// <= steps, else over a grid of about steps / blocks^2 pairs (64 at least).
-Plan best_pipedream_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double steps,
-                         double& best_t);
+// stages: none), over every prefix length j and replica count r when `exhaustive` or min(devices,
+// micro-batch) x blocks^2 <= 6e6, else 8 replica counts by 16 prefix lengths (baselines.cpp); a candidate
+// is dropped as soon as its stages' compute alone exceeds best_t or a stage's parameter state alone
+// exceeds its device's memory.
+Plan best_pipedream_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double& best_t,
+                         bool exhaustive);
 // plan_pipeline's guaranteed seeds at M: the naive plan, data parallelism, and the fastest of the
-// stage-count plans (every count while 50 x blocks x min(blocks, devices) <= steps) and the PipeDream-style
-// plans.
-std::vector<Plan> baseline_seeds(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double steps);
+// stage-count plans (every count while min(blocks, devices) x blocks^2 <= 6e6, else 80 of them) and the
+// PipeDream-style plans.
+std::vector<Plan> baseline_seeds(const Workload& w, const Prefix& p, const Cluster& c, int64_t M);
 
 // The cluster of `ranks` (ascending) alone; its rank i is ranks[i]. By levels when c is (so that the
 // exact search sees its interchangeable devices), else its links as a matrix.

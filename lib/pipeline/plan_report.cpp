@@ -64,14 +64,23 @@ std::string comparison_text(const PlanReport& r) {
   if (r.given) out += summary_row("--stages", *r.given);
   out += summary_row("naive", r.naive);
   out += summary_row("data parallel", r.data_parallel);
-  auto versus = [&](const char* name, const PlanResult& b) {
-    return b.feasible ? fmt::format("{:.2f}x {}", r.planned.prediction.samples_per_s / b.prediction.samples_per_s, name)
-                      : fmt::format("{} does not fit", name);
+  // The others that fit as ratios of samples/s; those that do not, named after.
+  std::string ratios, misfits;
+  auto versus = [&](const char* name, const char* plan, const PlanResult& b) {
+    if (b.feasible)
+      ratios += fmt::format("{}{:.2f}x {}", ratios.empty() ? "" : ", ",
+                            r.planned.prediction.samples_per_s / b.prediction.samples_per_s, name);
+    else
+      misfits += fmt::format("{}{}", misfits.empty() ? "" : " and ", plan);
   };
-  out += printf_string("verdict: %s samples/s are %s, %s%s\n\n",
-                       r.from_job ? "the run's plan's" : "the planner's", versus("the naive plan's", r.naive).c_str(),
-                       versus("data parallelism's", r.data_parallel).c_str(),
-                       r.given ? (", " + versus("the given stages'", *r.given)).c_str() : "");
+  versus("the naive plan's", "the naive plan", r.naive);
+  versus("data parallelism's", "data parallelism", r.data_parallel);
+  if (r.given) versus("the given stages'", "the given stages", *r.given);
+  const char* ours = r.from_job ? "the run's plan's" : "the planner's";
+  out += "verdict: " + (ratios.empty() ? "" : fmt::format("{} samples/s are {}", ours, ratios)) +
+         (misfits.empty() ? "" : fmt::format("{}{} {} not fit", ratios.empty() ? "" : "; ", misfits,
+                                             misfits.find(" and ") == std::string::npos ? "does" : "do")) +
+         "\n\n";
   return out;
 }
 
@@ -105,6 +114,21 @@ std::string result_json(const PlanResult& r) {
 }
 
 }  // namespace
+
+std::string plan_line(const PlanResult& r) {
+  std::string stages;
+  size_t recomputed = 0, blocks = 0;
+  for (const Stage& st : r.plan.stages) {
+    if (!stages.empty()) stages += ", ";
+    stages += st.first == st.last ? std::to_string(st.first) : fmt::format("{}-{}", st.first, st.last);
+    if (st.ranks.size() > 1) stages += fmt::format("x{}", st.ranks.size());
+    recomputed += st.recompute.size();
+    blocks = size_t(st.last) + 1;
+  }
+  return fmt::format("{} stage{} {}; {} micro-batches; recomputing {} of {} blocks; {:.1f} samples/s",
+                     r.plan.stages.size(), r.plan.stages.size() == 1 ? "" : "s", stages, r.plan.micro_batches,
+                     recomputed, blocks, r.prediction.samples_per_s);
+}
 
 std::string plan_text(const PlanReport& r) {
   std::string out = printf_string(

@@ -30,6 +30,10 @@ struct PlanReport {
   std::optional<PlanResult> given;  // --stages
 };
 
+// A plan on one line: "3 stages 0-31, 32-63x2, 64-95; 16 micro-batches; recomputing 12 of 96 blocks;
+// 123.4 samples/s".
+std::string plan_line(const PlanResult& r);
+
 // The report as `dptrain plan` prints it.
 std::string plan_text(const PlanReport& r);
 // The same as one JSON object, one line.

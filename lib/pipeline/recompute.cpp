@@ -120,6 +120,7 @@ bool detail::cheapest_recompute(const Workload& w, const Prefix& p, const Cluste
   if (slack == kInf) return true;  // no limits
   const double tol = 1e-9 * (std::abs(slack) + base);
   if (slack > tol || (slack >= -tol && stage_fits(w, p, c, first, last, ranks, shares, in_flight, {}))) return true;
+  if (!w.may_recompute) return false;
   const int len = last - first + 1;
   // A block's recomputation costs the stage what it costs its busiest replica (exactly so with one).
   const int64_t share = *std::max_element(shares.begin(), shares.end());

@@ -81,7 +81,7 @@ class Planner {
     std::vector<std::vector<Plan>> seeds(counts.size());
     std::vector<double> bounds(counts.size(), kInf);
     for (size_t m = 0; m < counts.size(); ++m) {
-      seeds[m] = detail::baseline_seeds(w_, p_, c, counts[m], o_.baseline_steps);
+      seeds[m] = detail::baseline_seeds(w_, p_, c, counts[m]);
       for (Plan& s : seeds[m]) bounds[m] = std::min(bounds[m], detail::finish_and_time(w_, p_, c, s, true));
     }
     std::vector<int> all(static_cast<size_t>(d));

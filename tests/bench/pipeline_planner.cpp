@@ -118,7 +118,7 @@ void boundary(const Sizes& sizes, double seconds) {
         std::vector<double> bounds;
         for (int64_t M : counts) {
           double t = std::numeric_limits<double>::infinity();
-          for (Plan& s : detail::baseline_seeds(w, p, c, M, 4e6)) t = std::min(t, detail::finish_and_time(w, p, c, s, true));
+          for (Plan& s : detail::baseline_seeds(w, p, c, M)) t = std::min(t, detail::finish_and_time(w, p, c, s, true));
           bounds.push_back(t);
         }
         for (const char* program : {"runs", "subset"}) {

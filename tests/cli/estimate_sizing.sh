@@ -2,8 +2,9 @@
 # Sizing a model this machine cannot hold (issue 27, "Sizing from shapes"): estimate, profile --layers
 # --device and plan read the model's block shapes and never build it. A 64 B-parameter GPT estimated on
 # H200s (each rank's limit the H200's 141 GB, one GPU per rank in the request); a 175 B one profiled from
-# the H200's rates and planned as a pipeline on 64 H200s from that profile; timing its blocks here is
-# refused with a hint. No wall times are asserted. Usage: bash estimate_sizing.sh PATH/TO/dptrain REPO_ROOT
+# the H200's rates and planned as a pipeline on 64 H200s from that profile, refused on 8 with the smallest
+# pipeline that fits named, and under data parallelism `estimate --fit` names that pipeline; timing its
+# blocks here is refused with a hint. No wall times are asserted. Usage: bash estimate_sizing.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
 ROOT=$(realpath "$2")
@@ -54,11 +55,34 @@ PY
   else
     fail "plan of the 175 B GPT on 64 H200s refused: $(head -2 "$TMP/plan.err")"
   fi
+  # On 8 H200s nothing fits (2.78 TB of training state): refused in one line naming the smallest pipeline.
+  "$DPTRAIN" plan "$ROOT/configs/gpt.toml" "${G175[@]}" --set launch.ranks=8 --profile "$TMP/h200.toml" \
+    --device h200 >"$TMP/small.out" 2>"$TMP/small.err"
+  rc=$?
+  if ((rc != 2)) || (($(wc -l <"$TMP/small.err") != 1)) ||
+     ! grep -Eq "the smallest pipeline that fits takes [0-9]+ devices like rank 0 \(141 GB\): [0-9]+ stages" "$TMP/small.err"; then
+    fail "plan of the 175 B GPT on 8 H200s: exit $rc, $(head -2 "$TMP/small.err")"
+  fi
 else
   fail "profile --layers --device h200 of the 175 B GPT refused: $(head -2 "$TMP/profile.err")"
 fi
 
-# 4. A pipeline estimate leaving ranks out lists them as idle.
+# 4. The 175 B GPT under data parallelism fits no number of H200s (each would hold the whole 2.78 TB of
+#    training state): --fit names the smallest pipeline that does, at least the 20 H200s its state needs.
+if "$DPTRAIN" estimate "$ROOT/configs/gpt.toml" "${G175[@]}" --device h200 --fit --json >"$TMP/fit.json" \
+     2>"$TMP/fit.err"; then
+  $PY - "$TMP/fit.json" <<'PY' || fail "175 B GPT estimate --fit: no smallest pipeline"
+import json, sys
+f = json.load(open(sys.argv[1]))["fit"]
+assert f["devices"] == 0, f
+assert 20 <= f["pipeline_devices"] <= 64, f
+assert f["pipeline_note"].startswith(f"{f['pipeline_devices']} h200: ") and "stages" in f["pipeline_note"], f
+PY
+else
+  fail "175 B GPT estimate --fit refused: $(head -2 "$TMP/fit.err")"
+fi
+
+# 5. A pipeline estimate leaving ranks out lists them as idle.
 "$DPTRAIN" estimate "$ROOT/configs/gpt.toml" --set model.tied_head=false --set parallel.strategy=pipeline \
   --set 'parallel.pipeline.stages="0-5"' --set parallel.pipeline.micro_batches=8 --set launch.ranks=3 --no-timing \
   >"$TMP/idle.out" 2>&1 || fail "pipeline estimate of one stage on 3 ranks: $(head -2 "$TMP/idle.out")"

@@ -3,7 +3,8 @@
 // limits, fixed times and sharded state included); plan_pipeline is never slower than the naive plan,
 // data parallelism, the exact plan on the k fastest devices (k <= 8), nor its own plan on fewer devices
 // (random instances of one kind, two kinds and all different; the published PipeDream profiles at 8-64
-// devices); and the AlexNet case of issue 27 (16 devices at least as fast as 8).
+// devices); the AlexNet case of issue 27 (16 devices at least as fast as 8); and without recomputation
+// allowed, stages that fit as they are.
 #define BOOST_TEST_MODULE pipeline_planner_selection
 #include <boost/test/unit_test.hpp>
 
@@ -141,4 +142,29 @@ BOOST_AUTO_TEST_CASE(published_profiles_at_8_to_64_devices_and_the_alexnet_case)
       if (std::string(name) == "alexnet" && d == 8) BOOST_TEST(r.prediction.samples_per_s == 1795.8, tt::tolerance(1e-4));
     }
   }
+}
+
+// recompute = "none" (Workload::may_recompute false): the planner chooses stages that fit as they are, never
+// a partition that fits only recomputing (which the run would then be stripped of: issue 27's 9-layer GPT).
+BOOST_AUTO_TEST_CASE(without_recomputation_the_plan_fits_as_it_is) {
+  std::mt19937_64 rng(27);
+  int recomputing = 0, fitting_without = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    Workload w = testing::random_workload(6 + int(rng() % 8), rng, 16, {1, 2, 4, 8, 16});
+    const Cluster c = testing::random_cluster(4, w, rng, 0.7);
+    const PlanResult with = plan_pipeline(w, c, quick());
+    bool recomputes = false;
+    for (const Stage& s : with.plan.stages) recomputes |= !s.recompute.empty();
+    if (!with.feasible || !recomputes) continue;
+    ++recomputing;
+    w.may_recompute = false;
+    const PlanResult without = plan_pipeline(w, c, quick());
+    if (!without.feasible) continue;
+    ++fitting_without;
+    for (const Stage& s : without.plan.stages) BOOST_TEST(s.recompute.empty());
+    BOOST_TEST(evaluate(w, c, without.plan).fits);
+    BOOST_TEST(without.prediction.minibatch_s >= with.prediction.minibatch_s * (1 - 1e-9));
+  }
+  BOOST_TEST(recomputing >= 5);
+  BOOST_TEST(fitting_without >= 3);
 }
