@@ -39,10 +39,10 @@ class Heuristic {
     prepare(sets);
     if (!greedy(sets, kInf, plan)) return kInf;
     double lo = 0, hi = max_resource(sets, plan);
-    for (int it = 0; it < 40 && hi - lo > 1e-9 * hi; ++it) {
+    std::vector<int> ends;  // the bisection's cuts, one buffer for all of them
+    for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {  // the cap to 1e-6 (finish() prices the cut exactly)
       const double mid = 0.5 * (lo + hi);
-      Plan trial;
-      if (greedy(sets, mid, trial)) hi = mid;
+      if (greedy_ends(sets, mid, ends)) hi = mid;
       else lo = mid;
     }
     greedy(sets, hi, plan);
@@ -187,10 +187,11 @@ class Heuristic {
   };
 
   // Stages extended as far as `cap` allows (their time, memory, and the link after them).
-  bool greedy(const Sets& sets, double cap, Plan& plan) const {
+  // The greedy cut at `cap`: each stage's last block, as far as its time, its link and its memory allow
+  // (false: some stage cannot end anywhere).
+  bool greedy_ends(const Sets& sets, double cap, std::vector<int>& last) const {
     const int S = int(sets.size());
-    plan.stages.assign(size_t(S), {});
-    plan.micro_batches = M_;
+    last.resize(size_t(S));
     int pos = 0;
     for (int s = 0; s < S; ++s) {
       const int max_end = n_ - (S - s);  // leave a block for every later stage
@@ -201,9 +202,18 @@ class Heuristic {
         if (memory.fits() && (s + 1 == S ? e == n_ - 1 : link_seconds(s, e) <= cap)) best = e;
       }
       if (best < 0) return false;
-      plan.stages[size_t(s)] = {pos, best, sets[size_t(s)], {}};
+      last[size_t(s)] = best;
       pos = best + 1;
     }
+    return true;
+  }
+
+  bool greedy(const Sets& sets, double cap, Plan& plan) const {
+    std::vector<int> last;
+    if (!greedy_ends(sets, cap, last)) return false;
+    plan.stages.assign(sets.size(), {});
+    plan.micro_batches = M_;
+    for (size_t s = 0; s < sets.size(); ++s) plan.stages[s] = {s == 0 ? 0 : last[s - 1] + 1, last[s], sets[s], {}};
     return true;
   }
 

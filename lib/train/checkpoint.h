@@ -33,7 +33,8 @@ struct Checkpoint {
   std::vector<float> params;
   std::vector<float> optimizer_state;  // strategy "cgp": every group's whole state, in group order
   std::vector<int> groups;             // strategy "cgp": the group of every rank; empty otherwise
-  std::vector<double> balance_weights; // I-DAT: the division's proportions, one per rank; empty otherwise
+  std::vector<double> balance_weights; // I-DAT: the division's proportions, one per rank; pipeline: the
+                                       //   speeds its replicas' division was made from; empty otherwise
   // Sharded: the parts covering [0, sharded_params) in order, each with `sharded_slots` state slots;
   // params and optimizer_state are then empty (read_checkpoint fills them; read_checkpoint_range reads a
   // range). `path`: where it was read from.

@@ -45,7 +45,7 @@ RunLoop::RunLoop(const Job& job, Communicator& comm, const RunOptions& opts, tra
                  const DeviceChoice& device, std::unique_ptr<CollectiveQueue> gpu_queue, Clock::time_point wall_start)
     : job_(job), comm_(comm), opts_(opts), s_(setup), device_(device), wall_start_(wall_start) {
   StrategyInputs inputs{job, comm, *s_.model, s_.data.train, *device.kernels, std::move(gpu_queue),
-                        s_.steps_per_epoch, s_.total_steps};
+                        s_.steps_per_epoch, s_.total_steps, s_.resume_from ? &*s_.resume_from : nullptr};
   strategy_ = strategy_entry(job.parallel.strategy).make(std::move(inputs));
   if (s_.resume_from) {
     strategy_->resume(*s_.resume_from);

@@ -50,6 +50,7 @@ struct StrategyInputs {
   const Kernels& kernels;
   std::unique_ptr<CollectiveQueue> gpu_queue;  // GPU ranks' NCCL queue, or null
   int64_t steps_per_epoch = 0, total_steps = 0;
+  const Checkpoint* resuming = nullptr;  // on --resume, the checkpoint resume() will be given
 };
 
 // Where train_until ended: at `until`, or after an earlier step when a rank asked the run to stop

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Whether two dptrain builds train the same: each job below runs once with each binary, and their losses
-# (every "train" and "eval" line of metrics.jsonl, compared as text) and their checkpoint files (byte for
-# byte) must be identical. For a change meant to leave behaviour as it was (a refactoring): run it with
-# the binary before and the binary after. The jobs: the quickstart (data parallelism over 2 ranks), the
-# same with a fixed CGP grouping of one group (synchronous: deterministic), and a pipeline of two fixed
-# stages. Then the after binary resumes the before binary's quickstart run for one more epoch (a
-# checkpoint written before the change resumes after it). Not part of the suite (a few minutes on a
-# quiet machine). Exit status 1 when anything differs.
+# (every "train" and "eval" line of metrics.jsonl, compared as text) and their checkpoint files (manifests
+# and parts, byte for byte) must be identical. For a change meant to leave behaviour as it was (a
+# refactoring): run it with the binary before and the binary after. The jobs: the quickstart (data
+# parallelism over 2 ranks), the same with a fixed CGP grouping of one group (synchronous: deterministic),
+# and a pipeline of two fixed stages. Then the after binary resumes the before binary's quickstart run for
+# one more epoch (a checkpoint written before the change resumes after it). Not part of the suite (a few
+# minutes on a quiet machine). Exit status 1 when anything differs.
 # Usage: tests/bench/same_results.sh BEFORE_BINARY AFTER_BINARY
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,7 +40,7 @@ for name in quickstart cgp-one-group pipeline-two-stages; do
     echo "$name: losses differ:"; diff "$TMP/$name-before.losses" "$TMP/$name-after.losses" | head -6
     different=1
   fi
-  for ckpt in "$TMP/$name-before"/checkpoints/*.ckpt; do
+  for ckpt in "$TMP/$name-before"/checkpoints/*.ckpt*; do  # manifests and their parts
     other="$TMP/$name-after/checkpoints/$(basename "$ckpt")"
     if cmp -s "$ckpt" "$other"; then
       echo "$name: $(basename "$ckpt") ($(stat -c %s "$ckpt") bytes): identical"

@@ -2,6 +2,7 @@
 #include "lib/train/pipeline/pipeline_records.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lib/cluster/cluster.h"
 
@@ -15,6 +16,18 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
+
+Cluster with_resumed_speeds(const Cluster& c, const std::vector<double>& speeds) {
+  if (speeds.size() != size_t(c.size()) ||
+      std::any_of(speeds.begin(), speeds.end(), [](double s) { return !(s > 0) || !std::isfinite(s); }))
+    return c;
+  const std::vector<double> now = c.speeds();
+  double total_now = 0, total_then = 0;
+  for (size_t r = 0; r < now.size(); ++r) total_now += now[r], total_then += speeds[r];
+  std::vector<double> scaled(speeds.size());
+  for (size_t r = 0; r < speeds.size(); ++r) scaled[r] = speeds[r] * (total_now / total_then);
+  return c.with_speeds(scaled);
+}
 
 std::vector<double> described_speeds(const Job& job) {
   std::vector<double> speeds = cluster_from_job(job).speeds();

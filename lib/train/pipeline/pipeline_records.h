@@ -21,6 +21,12 @@ namespace dp::pipeline_detail {
 // speeds measured at the start are not in it: they are what a slow machine shows against it.
 std::vector<double> described_speeds(const Job& job);
 
+// On --resume: c with the speeds a checkpoint's replicas divided their micro-batches by (its
+// balance_weights, one per rank), scaled to c's total, so that they divide them as before and the run
+// continues bit for bit; c itself when the checkpoint has none for this many ranks (another rank count,
+// or written by a strategy without them).
+Cluster with_resumed_speeds(const Cluster& c, const std::vector<double>& speeds);
+
 // The compute milliseconds per sample the plan expects of every rank (index: rank; 0 for a rank the plan
 // leaves out) at `speeds`: its stage's forward, backward and recomputed forwards per sample, and the
 // fixed part of each micro-batch over its rows of one.

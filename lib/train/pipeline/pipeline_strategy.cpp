@@ -9,7 +9,9 @@
 // part of every mini-batch, and of the evaluation (forward only, stage to stage, the loss at the last).
 // Checkpoints are sharded (checkpoint.h): each stage writes its own part, in parallel, and rank 0 the
 // manifest; a stage resumes by reading its blocks' range from whichever parts hold it, so a run resumes
-// under another partition, another rank count, or as another strategy (which reads them all).
+// under another partition, another rank count, or as another strategy (which reads them all); the
+// manifest keeps the speeds the replicas divided micro-batches by, so that under the same stages a
+// resumed run divides them alike and continues bit for bit.
 #include "lib/train/pipeline/pipeline_strategy.h"
 
 #include <fmt/format.h>
@@ -89,7 +91,10 @@ class PipelineStrategy final : public Strategy, private SyncWork {
       const double fastest = *std::max_element(speeds_.begin(), speeds_.end());
       std::string speeds;
       for (double s : speeds_) speeds += fmt::format("{}{:.3g}", speeds.empty() ? "" : ", ", s / fastest);
-      lines.push_back("  speeds measured on all ranks at once, relative to the fastest: [" + speeds + "]");
+      lines.push_back(std::string(in_.resuming && !in_.resuming->balance_weights.empty()
+                                      ? "  speeds the checkpoint's division was made from"
+                                      : "  speeds measured on all ranks at once") +
+                      ", relative to the fastest: [" + speeds + "]");
     }
     if (prediction_)
       lines.push_back(fmt::format("  predicted: {:.3g} ms per mini-batch, {:.0f} samples/s, bubble {:.1f}%",
@@ -170,6 +175,7 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     c.optimizer_steps = optimizer_steps_;
     c.sharded_params = in_.model.parameter_count();
     c.sharded_slots = kind->slots();
+    c.balance_weights = speeds_;  // rank 0's: what the replicas divide by (see with_resumed_speeds)
     return gather_manifest(in_.comm, mine, in_.comm.rank(), path, std::move(c));
   }
 
@@ -234,7 +240,8 @@ class PipelineStrategy final : public Strategy, private SyncWork {
       const pipeline::BlockProfile profile =
           in_.job.parallel.pipeline.profile.empty() ? timed : job_layer_profile(in_.job, in_.model);
       const pipeline::Workload w = job_pipeline_workload(in_.job, profile);
-      const Cluster cluster = measured_cluster(in_.job, w, step_ms, local_batch);
+      Cluster cluster = measured_cluster(in_.job, w, step_ms, local_batch);
+      if (in_.resuming) cluster = pipeline_detail::with_resumed_speeds(cluster, in_.resuming->balance_weights);
       speeds_ = cluster.speeds();
       const PipelineChoice choice = choose_pipeline_plan(in_.job, w, cluster);
       prediction_ = choice.result.prediction;
