@@ -57,15 +57,22 @@ SmallestPipeline smallest_pipeline(const Workload& w, const std::function<Cluste
     if (r.feasible) out.devices = d, out.result = std::move(r);
     return out.devices == d;
   };
+  int lo = 1, hi = 2;  // for the search below: lo known not to fit
   if (S <= std::min(n, max_devices)) {
-    for (int d = S; d <= max_devices && !plan_on(d); ++d) continue;
-    while (out.devices > 1 && plan_on(out.devices - 1)) continue;
-    return out;
+    // The planner on S identical devices finds what fits; a few more in case it does not.
+    for (int d = S; d <= std::min(max_devices, S + 4) && !plan_on(d); ++d) lo = d;
+    if (out.devices > 0) {
+      while (out.devices > 1 && plan_on(out.devices - 1)) continue;
+      return out;
+    }
+    hi = std::min(2 * lo, max_devices);
   }
   // No cut into single-device stages fits: only replicated stages could (a micro-batch's samples shared).
   // Doubling, then bisecting between the last count that did not fit and the first that did.
-  int lo = 1, hi = 2;
-  while (hi <= max_devices && !plan_on(hi)) lo = hi, hi *= 2;
+  while (hi <= max_devices && hi > lo && !plan_on(hi)) {
+    lo = hi;
+    hi = hi == max_devices ? hi + 1 : std::min(2 * hi, max_devices);
+  }
   if (out.devices == 0) return out;
   while (hi - lo > 1) {
     const int mid = lo + (hi - lo) / 2;

@@ -3,8 +3,8 @@
 // limits, fixed times and sharded state included); plan_pipeline is never slower than the naive plan,
 // data parallelism, the exact plan on the k fastest devices (k <= 8), nor its own plan on fewer devices
 // (random instances of one kind, two kinds and all different; the published PipeDream profiles at 8-64
-// devices); the AlexNet case of issue 27 (16 devices at least as fast as 8); and without recomputation
-// allowed, stages that fit as they are.
+// devices); the AlexNet case of issue 27 (16 devices at least as fast as 8); without recomputation
+// allowed, stages that fit as they are; and the smallest pipeline that fits.
 #define BOOST_TEST_MODULE pipeline_planner_selection
 #include <boost/test/unit_test.hpp>
 
@@ -167,4 +167,30 @@ BOOST_AUTO_TEST_CASE(without_recomputation_the_plan_fits_as_it_is) {
   }
   BOOST_TEST(recomputing >= 5);
   BOOST_TEST(fitting_without >= 3);
+}
+
+// smallest_pipeline: on d devices of one kind a plan fits, on d - 1 none does (the planner finds none), and
+// its plan is the planner's on d devices; a model whose blocks fit no device at all gets none.
+BOOST_AUTO_TEST_CASE(the_smallest_pipeline_is_the_fewest_devices_a_plan_fits) {
+  std::mt19937_64 rng(29);
+  int several = 0;  // trials needing more than one device
+  for (int trial = 0; trial < 8; ++trial) {
+    const Workload w = testing::random_workload(8 + int(rng() % 16), rng, 32, {1, 2, 4, 8, 16, 32});
+    double state = 0, saved = 0;
+    for (const BlockCost& b : w.blocks) state += w.state_per_param_byte * b.param_bytes, saved += b.saved_bytes;
+    const double gb = (state / double(2 + rng() % 5) + saved) / 1e9;  // a half to a sixth of the state
+    auto devices = [&](int d) { return equal_devices(d, 1, gb, Link{10, 5}); };
+    const SmallestPipeline s = smallest_pipeline(w, devices, 64, quick());
+    BOOST_TEST_CONTEXT("trial " << trial << ": " << w.blocks.size() << " blocks, " << gb * 1e3 << " MB") {
+      BOOST_TEST_REQUIRE(s.devices >= 1);
+      several += s.devices >= 2;
+      BOOST_TEST(s.result.feasible);
+      const PlanResult there = plan_pipeline(w, devices(s.devices), quick());
+      BOOST_TEST(s.result.prediction.minibatch_s == there.prediction.minibatch_s);
+      if (s.devices >= 2) BOOST_TEST(!plan_pipeline(w, devices(s.devices - 1), quick()).feasible);
+    }
+  }
+  BOOST_TEST(several >= 5);
+  const Workload w = testing::random_workload(6, rng, 32, {1, 2, 4});
+  BOOST_TEST(smallest_pipeline(w, [&](int d) { return equal_devices(d, 1, 1e-9, Link{10, 5}); }, 16).devices == 0);
 }
