@@ -63,9 +63,9 @@ pipeline::SmallestPipeline smallest_pipeline_on(const Job& job, const ModelFacts
       job_pipeline_workload(pj, profile), [&](int n) { return pipeline_cluster(on_devices(pj, d, n)); }, int(limit), o);
 }
 
-// The smallest pipeline of kind d in f, for a job of another strategy.
-void add_smallest_pipeline(Fit& f, const Job& job, const ModelFacts& facts, const Timing& t, const DeviceKind& d) {
-  const int64_t limit = std::min<int64_t>(4096, job.train.global_batch);
+// The smallest pipeline of kind d, up to `limit` devices, in f: for a job of another strategy.
+void add_smallest_pipeline(Fit& f, const Job& job, const ModelFacts& facts, const Timing& t, const DeviceKind& d,
+                           int64_t limit) {
   const pipeline::SmallestPipeline s = smallest_pipeline_on(job, facts, t, d, limit);
   f.pipeline_devices = s.devices;
   f.pipeline_note = s.devices > 0 ? fmt::format("{} {}: {}", s.devices, d.name, pipeline::plan_line(s.result))
@@ -95,7 +95,7 @@ Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, con
   if (peak < 0) {
     f.note = fmt::format("does not fit on up to {} {} ({} GB each) under strategy {}", limit, d.name, d.memory_gb,
                          name_of(job.parallel.strategy));
-    if (!pipeline) add_smallest_pipeline(f, job, facts, t, d);
+    if (!pipeline) add_smallest_pipeline(f, job, facts, t, d, limit);
     return f;
   }
   while (hi - lo > 1) {
@@ -108,7 +108,7 @@ Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, con
   f.peak_bytes = peak;
   f.note = fmt::format("{} {} under strategy {}: the largest rank holds {:.1f} GB of {} GB", hi, d.name,
                        name_of(job.parallel.strategy), peak / 1e9, d.memory_gb);
-  if (!pipeline && hi > job.launch.ranks) add_smallest_pipeline(f, job, facts, t, d);
+  if (!pipeline && hi > job.launch.ranks) add_smallest_pipeline(f, job, facts, t, d, limit);
   return f;
 }
 

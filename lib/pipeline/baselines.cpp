@@ -39,37 +39,29 @@ Plan plan_of(const StageDevices& sets, const std::vector<int>& last, int64_t M) 
   return plan;
 }
 
-// Keeps `plan` in `best` when it fits and is faster. Without recomputation first: recomputing only adds
-// time, so a plan no faster without it is dropped, and one that fits without it is done.
+// Keeps `plan` in `best` when it fits and is faster.
 void keep(const Workload& w, const Prefix& p, const Cluster& c, Plan plan, Plan& best, double& best_t) {
   if (plan.stages.empty()) return;
-  const int64_t mb = w.global_batch / plan.micro_batches;
-  for (Stage& s : plan.stages) {
-    if (int64_t(s.ranks.size()) > mb) return;
-    s.recompute.clear();
-  }
-  const Prediction plain = evaluate(w, c, plan);
-  if (plain.minibatch_s >= best_t) return;
-  const double t = plain.fits ? plain.minibatch_s : finish_and_time(w, p, c, plan, true);
+  const double t = finish_and_time(w, p, c, plan, true);
   if (t < best_t) best_t = t, best = std::move(plan);
 }
 
-// Every one of 1..top while top x blocks^2 <= kEvery (the stage-count plans' stage counts, the
-// PipeDream-style plans' replica counts and prefix lengths: a candidate's cut, recomputation and
-// prediction cost about `blocks` steps each, and every one of the ladder's sub-clusters pays them again),
-// else `grid` of them, geometrically spaced from 1 to top (or evenly). 6e6 keeps every candidate of the
-// published profiles (71 blocks at most) on 1,024 devices, and a grid for 1,000 blocks on any.
-constexpr double kEvery = 6e6;
-bool every_candidate(int top, int blocks) { return double(top) * double(blocks) * double(blocks) <= kEvery; }
-std::vector<int> candidates_upto(int top, int blocks, int grid, bool geometric) {
+// Whether the seeds take every candidate (the stage-count plans' stage counts, the PipeDream-style plans'
+// replica counts and prefix lengths) for `top` of them over `blocks`: while top x blocks^2 <= 6e6 (a
+// candidate's cut, recomputation and prediction cost about `blocks` steps each, and every one of the
+// ladder's sub-clusters pays them again). 6e6 keeps every candidate of the published profiles (71 blocks
+// at most) on 1,024 devices, and a grid for 1,000 blocks on any.
+bool every_candidate(int top, int blocks) { return double(top) * double(blocks) * double(blocks) <= 6e6; }
+
+// 1..top when `every` (or top <= grid), else `grid` of them from 1 to top, geometrically or evenly spaced.
+std::vector<int> candidates_upto(int top, bool every, int grid, bool geometric) {
   std::vector<int> out;
-  const bool every = every_candidate(top, blocks) || top <= grid;
-  const int count = every ? top : grid;
+  const int count = every || top <= grid ? top : grid;
   for (int i = 0; i < count; ++i) {
     const double x = count == 1 ? 0 : double(i) / double(count - 1);
-    const int v = every ? i + 1
-                  : geometric ? int(std::lround(std::pow(double(top), x)))
-                              : 1 + int(std::lround(x * double(top - 1)));
+    const int v = count == top    ? i + 1
+                  : geometric     ? int(std::lround(std::pow(double(top), x)))
+                                  : 1 + int(std::lround(x * double(top - 1)));
     if (out.empty() || v > out.back()) out.push_back(v);
   }
   return out;
@@ -199,7 +191,7 @@ Plan best_pipedream_plan(const Workload& w, const Prefix& p, const Cluster& c, i
   Plan best;
   std::vector<double> largest_after(size_t(n) + 1);  // the largest block of [j, n) on device r alone
   const bool every = exhaustive || every_candidate(top, n);
-  for (int r : every ? candidates_upto(top, 1, top, true) : candidates_upto(top, n, 8, true)) {
+  for (int r : candidates_upto(top, every, 8, true)) {
     std::vector<int> prefix(order.begin(), order.begin() + r);
     std::sort(prefix.begin(), prefix.end());
     const CutRate rate = cut_rate(c, prefix, mb);
@@ -221,7 +213,7 @@ Plan best_pipedream_plan(const Workload& w, const Prefix& p, const Cluster& c, i
     largest_after[size_t(n)] = 0;
     for (int b = n - 1; b >= 0 && r < d; --b)
       largest_after[size_t(b)] = std::max(largest_after[size_t(b) + 1], cut_seconds(p, next, b, b));
-    for (int j : every ? candidates_upto(n, n, n, false) : candidates_upto(n, n, 16, false)) {
+    for (int j : candidates_upto(n, every || every_candidate(n, n), 16, false)) {
       // Blocks [0, j) on the prefix; the rest on single devices, each as many blocks as keep within
       // the prefix's time (one at least). Lower bounds on T first, from the stages' compute alone: fill and
       // drain plus M - 1 times the slowest; a candidate ends once past the best plan's time.
@@ -271,7 +263,8 @@ std::vector<Plan> baseline_seeds(const Workload& w, const Prefix& p, const Clust
   Plan best;
   double best_t = kInf;
   for (Plan& plan : out) best_t = std::min(best_t, finish_and_time(w, p, c, plan, true));
-  for (int s : candidates_upto(S, n, 80, true)) keep(w, p, c, best_stage_count_plan(w, p, c, M, s), best, best_t);
+  for (int s : candidates_upto(S, every_candidate(S, n), 80, true))
+    keep(w, p, c, best_stage_count_plan(w, p, c, M, s), best, best_t);
   Plan pd = best_pipedream_plan(w, p, c, M, best_t, false);
   if (!pd.stages.empty()) best = std::move(pd);
   if (!best.stages.empty()) out.push_back(std::move(best));

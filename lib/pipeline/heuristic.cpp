@@ -186,9 +186,8 @@ class Heuristic {
     bool fits_ = true;
   };
 
-  // Stages extended as far as `cap` allows (their time, memory, and the link after them).
-  // The greedy cut at `cap`: each stage's last block, as far as its time, its link and its memory allow
-  // (false: some stage cannot end anywhere).
+  // The greedy cut at `cap`: each stage extended as far as its time, its memory and the link after it
+  // allow; its last block (false: some stage cannot end anywhere).
   bool greedy_ends(const Sets& sets, double cap, std::vector<int>& last) const {
     const int S = int(sets.size());
     last.resize(size_t(S));
@@ -208,6 +207,7 @@ class Heuristic {
     return true;
   }
 
+  // The greedy cut at `cap` as a plan on `sets`.
   bool greedy(const Sets& sets, double cap, Plan& plan) const {
     std::vector<int> last;
     if (!greedy_ends(sets, cap, last)) return false;

@@ -177,9 +177,9 @@ Plan data_parallel_at(const Workload& w, const Cluster& c, int64_t M);
 Plan best_stage_count_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, int stages);
 // The fastest PipeDream-style plan at M that fits and is not slower than best_t (which it lowers; no
 // stages: none), over every prefix length j and replica count r when `exhaustive` or min(devices,
-// micro-batch) x blocks^2 <= 6e6, else 8 replica counts by 16 prefix lengths (baselines.cpp); a candidate
-// is dropped as soon as its stages' compute alone exceeds best_t or a stage's parameter state alone
-// exceeds its device's memory.
+// micro-batch) x blocks^2 <= 6e6, else 8 replica counts by every prefix length (16 of them past 181
+// blocks; baselines.cpp); a candidate is dropped as soon as its stages' compute alone exceeds best_t or
+// a stage's parameter state alone exceeds its device's memory.
 Plan best_pipedream_plan(const Workload& w, const Prefix& p, const Cluster& c, int64_t M, double& best_t,
                          bool exhaustive);
 // plan_pipeline's guaranteed seeds at M: the naive plan, data parallelism, and the fastest of the

@@ -117,14 +117,14 @@ std::string result_json(const PlanResult& r) {
 
 std::string plan_line(const PlanResult& r) {
   std::string stages;
-  size_t recomputed = 0, blocks = 0;
+  size_t recomputed = 0;
   for (const Stage& st : r.plan.stages) {
     if (!stages.empty()) stages += ", ";
     stages += st.first == st.last ? std::to_string(st.first) : fmt::format("{}-{}", st.first, st.last);
     if (st.ranks.size() > 1) stages += fmt::format("x{}", st.ranks.size());
     recomputed += st.recompute.size();
-    blocks = size_t(st.last) + 1;
   }
+  const int blocks = r.plan.stages.empty() ? 0 : r.plan.stages.back().last + 1;
   return fmt::format("{} stage{} {}; {} micro-batches; recomputing {} of {} blocks; {:.1f} samples/s",
                      r.plan.stages.size(), r.plan.stages.size() == 1 ? "" : "s", stages, r.plan.micro_batches,
                      recomputed, blocks, r.prediction.samples_per_s);

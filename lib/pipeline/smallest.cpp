@@ -7,7 +7,6 @@
 // may replicate stages or use fewer micro-batches, whatever is fastest and fits), and on fewer while a
 // plan still fits (replicas share a stage's activations, which can beat cutting it), else on more.
 #include <algorithm>
-#include <limits>
 
 #include "lib/core/error.h"
 #include "lib/pipeline/plan_internal.h"

@@ -17,10 +17,10 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-Cluster with_resumed_speeds(const Cluster& c, const std::vector<double>& speeds) {
+std::optional<Cluster> with_resumed_speeds(const Cluster& c, const std::vector<double>& speeds) {
   if (speeds.size() != size_t(c.size()) ||
       std::any_of(speeds.begin(), speeds.end(), [](double s) { return !(s > 0) || !std::isfinite(s); }))
-    return c;
+    return std::nullopt;
   const std::vector<double> now = c.speeds();
   double total_now = 0, total_then = 0;
   for (size_t r = 0; r < now.size(); ++r) total_now += now[r], total_then += speeds[r];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "lib/job/job.h"
@@ -23,9 +24,9 @@ std::vector<double> described_speeds(const Job& job);
 
 // On --resume: c with the speeds a checkpoint's replicas divided their micro-batches by (its
 // balance_weights, one per rank), scaled to c's total, so that they divide them as before and the run
-// continues bit for bit; c itself when the checkpoint has none for this many ranks (another rank count,
-// or written by a strategy without them). A data run's I-DAT proportions count: they are speeds too.
-Cluster with_resumed_speeds(const Cluster& c, const std::vector<double>& speeds);
+// continues bit for bit; none when the checkpoint has none for this many ranks (another rank count, or
+// written by a strategy without them). A data run's I-DAT proportions count: they are speeds too.
+std::optional<Cluster> with_resumed_speeds(const Cluster& c, const std::vector<double>& speeds);
 
 // The compute milliseconds per sample the plan expects of every rank (index: rank; 0 for a rank the plan
 // leaves out) at `speeds`: its stage's forward, backward and recomputed forwards per sample, and the

@@ -91,9 +91,8 @@ class PipelineStrategy final : public Strategy, private SyncWork {
       const double fastest = *std::max_element(speeds_.begin(), speeds_.end());
       std::string speeds;
       for (double s : speeds_) speeds += fmt::format("{}{:.3g}", speeds.empty() ? "" : ", ", s / fastest);
-      lines.push_back(std::string(in_.resuming && !in_.resuming->balance_weights.empty()
-                                      ? "  speeds the checkpoint's division was made from"
-                                      : "  speeds measured on all ranks at once") +
+      lines.push_back(std::string(speeds_resumed_ ? "  speeds the checkpoint's division was made from"
+                                                  : "  speeds measured on all ranks at once") +
                       ", relative to the fastest: [" + speeds + "]");
     }
     if (prediction_)
@@ -241,7 +240,9 @@ class PipelineStrategy final : public Strategy, private SyncWork {
           in_.job.parallel.pipeline.profile.empty() ? timed : job_layer_profile(in_.job, in_.model);
       const pipeline::Workload w = job_pipeline_workload(in_.job, profile);
       Cluster cluster = measured_cluster(in_.job, w, step_ms, local_batch);
-      if (in_.resuming) cluster = pipeline_detail::with_resumed_speeds(cluster, in_.resuming->balance_weights);
+      if (in_.resuming)
+        if (auto resumed = pipeline_detail::with_resumed_speeds(cluster, in_.resuming->balance_weights))
+          cluster = std::move(*resumed), speeds_resumed_ = true;
       speeds_ = cluster.speeds();
       const PipelineChoice choice = choose_pipeline_plan(in_.job, w, cluster);
       prediction_ = choice.result.prediction;
@@ -302,6 +303,7 @@ class PipelineStrategy final : public Strategy, private SyncWork {
   std::optional<pipeline::Prediction> prediction_;  // rank 0
   std::vector<std::string> warnings_;               // rank 0
   std::vector<double> speeds_;                      // rank 0: the measured speeds the plan is for
+  bool speeds_resumed_ = false;                     // rank 0: speeds_ are a checkpoint's (--resume)
   std::vector<double> expected_ms_per_sample_;      // rank 0: per rank, at its described speed
   std::string how_;                                 // rank 0
   std::unique_ptr<Communicator> stage_comm_;
