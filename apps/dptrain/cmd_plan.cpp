@@ -22,11 +22,10 @@ int cmd_plan(const PlanCommand& cmd) {
                   : estimate::with_device_memory(loaded, estimate::device_kind(cmd.device, "--device").memory_gb);
   for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
   if (!cmd.profile.empty() || job.parallel.strategy == StrategyKind::pipeline) return plan_pipeline(cmd, job);
-  if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0 || !cmd.device.empty())
+  if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0)
     throw UsageError(!cmd.stages.empty()       ? "--stages"
                      : cmd.micro_batches > 0   ? "--micro-batches"
-                     : cmd.profile_batch > 0   ? "--profile-batch"
-                                               : "--device",
+                                               : "--profile-batch",
                      "plans a pipeline, which needs a layer profile or strategy \"pipeline\"",
                      "add --profile FILE, or --set parallel.strategy=pipeline");
   switch (job.parallel.strategy) {
@@ -70,8 +69,8 @@ void register_plan(CLI::App& app, Invocation& call) {
                   "pipeline: micro-batches per mini-batch (default: the best divisor of the global batch up to 64)")
       ->check(CLI::PositiveNumber)->type_name("M");
   cmd->add_option("--device", opt->device,
-                  "pipeline: every rank is a device of this kind, its memory the rank's (h200, h100, a100-80, "
-                  "a100-40, l40s, v100, rtx4090)")->type_name("NAME");
+                  "every rank is a device of this kind, its memory the rank's (h200, h100, a100-80, a100-40, "
+                  "l40s, v100, rtx4090)")->type_name("NAME");
   cmd->callback([opt, seed, &call] {
     opt->seed_given = seed->count() > 0;
     call.status = cmd_plan(*opt);

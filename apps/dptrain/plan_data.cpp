@@ -1,13 +1,18 @@
 // `dptrain plan JOB.toml` for [parallel] strategy = "data": the division of the global batch among the
-// ranks (I-DAT's first division from the job's speeds, and the one emulated slowdowns call for) and the
-// gradient buckets of MRA over the job's model. No MPI.
+// ranks (I-DAT's first division from the job's speeds, and the one emulated slowdowns call for), the
+// gradient buckets of MRA over the job's model, and each rank's buffers against its device's memory (a job
+// that does not fit is refused with the smallest pipeline that does). No MPI; the model is never built.
+#include <fmt/format.h>
+
 #include <cstdio>
 
 #include "apps/dptrain/plan.h"
 #include "lib/balance/balance.h"
-#include "lib/data/dataset.h"
-#include "lib/mra/mra.h"
 #include "lib/balance/job_balance.h"
+#include "lib/core/error.h"
+#include "lib/data/dataset.h"
+#include "lib/estimate/estimate.h"
+#include "lib/measure/pipeline_plan.h"
 #include "lib/mra/mra.h"
 #include "models/model_shape.h"
 
@@ -46,9 +51,52 @@ void print_buckets(const Job& job) {
                 (long long)buckets[b].end(), double(buckets[b].count) * 4e-6);
 }
 
+std::string size_text(double bytes) {
+  return bytes >= 1e10 ? fmt::format("{:.1f} GB", bytes * 1e-9) : fmt::format("{:.1f} MB", bytes * 1e-6);
+}
+
+std::string terms(const estimate::MemoryTerms& m) {
+  return fmt::format("parameters {}, gradients {}, optimizer {}, activations {}, workspace and other {}",
+                     size_text(m.params), size_text(m.grads), size_text(m.optimizer), size_text(m.activations),
+                     size_text(m.workspace + m.other));
+}
+
+// Each rank's buffers (estimate's terms, from the model's shapes) against its device's memory, before
+// anything is printed: a rank that does not fit refuses the job, its hint the smallest pipeline that fits.
+std::vector<estimate::RankEstimate> check_memory(const Job& job) {
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  const Cluster cluster = pipeline_cluster(job);
+  const estimate::Estimate e = estimate::estimate_job(job, facts, cluster, estimate::Timing{}, estimate::Options{});
+  for (const estimate::RankEstimate& r : e.ranks) {
+    if (r.fits) continue;
+    Job as_pipeline = job;
+    as_pipeline.parallel.strategy = StrategyKind::pipeline;
+    const pipeline::Workload w =
+        job_pipeline_workload(as_pipeline, estimate::shape_profile(facts, profile_micro_batch(as_pipeline)));
+    throw InputError(job.source + (job.cluster.emulate.memory_gb.empty() ? " [cluster]" : " [cluster.emulate]"),
+                     fmt::format("rank {} does not fit: data parallelism needs {} of buffers on it ({}), its "
+                                 "memory is {}", r.rank, size_text(r.memory.total()), terms(r.memory),
+                                 size_text(r.memory_limit_bytes)),
+                     "as strategy \"pipeline\", " + smallest_pipeline_hint(w, cluster, job.job.seed) +
+                         "; or lower the activations: [train] micro_batch, recompute");
+  }
+  return e.ranks;
+}
+
+void print_memory(const std::vector<estimate::RankEstimate>& ranks) {
+  std::printf("memory per rank (buffers from the model's shapes; its device's memory, - where [cluster] gives none):\n"
+              "  %4s %10s %14s %10s\n", "rank", "needs MB", "activations MB", "has MB");
+  for (const estimate::RankEstimate& r : ranks) {
+    const std::string has = r.memory_limit_bytes > 0 ? fmt::format("{:.1f}", r.memory_limit_bytes * 1e-6) : "-";
+    std::printf("  %4d %10.1f %14.1f %10s\n", r.rank, r.memory.total() * 1e-6, r.memory.activations * 1e-6,
+                has.c_str());
+  }
+}
+
 }  // namespace
 
 int plan_data(const Job& job) {
+  const std::vector<estimate::RankEstimate> memory = check_memory(job);
   const int ranks = int(job.launch.ranks);
   const int64_t batch = job.train.global_batch;
   std::printf("job %s: %d rank(s), global batch %lld, division %s\n", job.job.name.c_str(), ranks,
@@ -73,6 +121,7 @@ int plan_data(const Job& job) {
   }
 
   print_buckets(job);
+  print_memory(memory);
   return 0;
 }
 

@@ -68,7 +68,8 @@ void add_smallest_pipeline(Fit& f, const Job& job, const ModelFacts& facts, cons
                            int64_t limit) {
   const pipeline::SmallestPipeline s = smallest_pipeline_on(job, facts, t, d, limit);
   f.pipeline_devices = s.devices;
-  f.pipeline_note = s.devices > 0 ? fmt::format("{} {}: {}", s.devices, d.name, pipeline::plan_line(s.result))
+  f.pipeline_note = s.devices > 0 ? fmt::format("{} {}: {}", s.devices, d.name,
+                                                pipeline::plan_line(s.result, t.profile.has_value()))
                                   : fmt::format("no pipeline fits on up to {} {}", limit, d.name);
 }
 

@@ -132,12 +132,16 @@ std::string smallest_pipeline_hint(const pipeline::Workload& w, const Cluster& c
   const int most = int(std::min<int64_t>(4096, w.global_batch));
   const pipeline::SmallestPipeline s = pipeline::smallest_pipeline(
       w, [&](int n) { return Cluster(std::vector<ClusterRank>(size_t(n), device), link, link, link); }, most, o);
+  const bool timed = std::any_of(w.blocks.begin(), w.blocks.end(), [](const pipeline::BlockCost& b) {
+    return b.forward_s > 0 || b.forward_fixed_s > 0;
+  });
   if (s.devices == 0)
     return fmt::format("no pipeline fits on up to {} devices of {:.3g} GB (rank {}'s): add memory", most,
                        device.memory_gb, roomiest);
-  return fmt::format("the smallest pipeline that fits takes {} devices like rank {} ({:.3g} GB): {}; set launch.ranks "
-                     "= {}, or add memory",
-                     s.devices, roomiest, device.memory_gb, pipeline::plan_line(s.result), s.devices);
+  return fmt::format("the smallest pipeline that fits takes {} device{} like rank {} ({:.3g} GB): {}; set "
+                     "launch.ranks = {}, or add memory",
+                     s.devices, s.devices == 1 ? "" : "s", roomiest, device.memory_gb,
+                     pipeline::plan_line(s.result, timed), s.devices);
 }
 
 Cluster measured_cluster(const Job& job, const pipeline::Workload& w, const std::vector<double>& step_ms,

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "lib/core/json.h"
 #include "lib/core/printf_string.h"
 
@@ -115,7 +117,7 @@ std::string result_json(const PlanResult& r) {
 
 }  // namespace
 
-std::string plan_line(const PlanResult& r) {
+std::string plan_line(const PlanResult& r, bool timed) {
   std::string stages;
   size_t recomputed = 0;
   for (const Stage& st : r.plan.stages) {
@@ -125,9 +127,10 @@ std::string plan_line(const PlanResult& r) {
     recomputed += st.recompute.size();
   }
   const int blocks = r.plan.stages.empty() ? 0 : r.plan.stages.back().last + 1;
-  return fmt::format("{} stage{} {}; {} micro-batches; recomputing {} of {} blocks; {:.1f} samples/s",
-                     r.plan.stages.size(), r.plan.stages.size() == 1 ? "" : "s", stages, r.plan.micro_batches,
-                     recomputed, blocks, r.prediction.samples_per_s);
+  const double rate = r.prediction.samples_per_s;
+  return fmt::format("{} stage{} {}; {} micro-batches; recomputing {} of {} blocks{}", r.plan.stages.size(),
+                     r.plan.stages.size() == 1 ? "" : "s", stages, r.plan.micro_batches, recomputed, blocks,
+                     timed && std::isfinite(rate) && rate > 0 ? fmt::format("; {:.1f} samples/s", rate) : "");
 }
 
 std::string plan_text(const PlanReport& r) {

@@ -31,8 +31,8 @@ struct PlanReport {
 };
 
 // A plan on one line: "3 stages 0-31, 32-63x2, 64-95; 16 micro-batches; recomputing 12 of 96 blocks;
-// 123.4 samples/s".
-std::string plan_line(const PlanResult& r);
+// 123.4 samples/s"; without the rate when the plan was made from sizes alone (no compute times).
+std::string plan_line(const PlanResult& r, bool timed = true);
 
 // The report as `dptrain plan` prints it.
 std::string plan_text(const PlanReport& r);

@@ -3,8 +3,9 @@
 # --device and plan read the model's block shapes and never build it. A 64 B-parameter GPT estimated on
 # H200s (each rank's limit the H200's 141 GB, one GPU per rank in the request); a 175 B one profiled from
 # the H200's rates and planned as a pipeline on 64 H200s from that profile, refused on 8 with the smallest
-# pipeline that fits named, and under data parallelism `estimate --fit` names that pipeline; timing its
-# blocks here is refused with a hint. No wall times are asserted. Usage: bash estimate_sizing.sh PATH/TO/dptrain REPO_ROOT
+# pipeline that fits named, and under data parallelism `estimate --fit` and `plan` name that pipeline;
+# timing its blocks here is refused with a hint. No wall times are asserted.
+# Usage: bash estimate_sizing.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "$1")
 ROOT=$(realpath "$2")
@@ -87,6 +88,25 @@ fi
   --set 'parallel.pipeline.stages="0-5"' --set parallel.pipeline.micro_batches=8 --set launch.ranks=3 --no-timing \
   >"$TMP/idle.out" 2>&1 || fail "pipeline estimate of one stage on 3 ranks: $(head -2 "$TMP/idle.out")"
 [[ $(grep -c "idle (not in the plan)" "$TMP/idle.out") == 2 ]] || fail "ranks left out not listed as idle: $(cat "$TMP/idle.out")"
+
+# 6. `plan` of a data-parallel job checks each rank's buffers against its device: the 175 B GPT on 64 H200s
+#    is refused in one line naming rank 0, its buffers and the smallest pipeline that fits (sized from
+#    shapes alone: no rate named); the quickstart GPT fits, each rank's line against the H200's memory.
+"$DPTRAIN" plan "$ROOT/configs/gpt.toml" "${G175[@]}" --set launch.ranks=64 --device h200 >"$TMP/dplan.out" \
+  2>"$TMP/dplan.err"
+rc=$?
+if ((rc != 2)) || (($(wc -l <"$TMP/dplan.err") != 1)) ||
+   ! grep -q "rank 0 does not fit: data parallelism needs 1558.6 GB" "$TMP/dplan.err" ||
+   ! grep -Eq "the smallest pipeline that fits takes [0-9]+ devices like rank 0 \(141 GB\): [0-9]+ stages" \
+     "$TMP/dplan.err" || grep -q "samples/s" "$TMP/dplan.err"; then
+  fail "plan of the 175 B GPT as data on 64 H200s: exit $rc, $(head -2 "$TMP/dplan.err")"
+fi
+if "$DPTRAIN" plan "$ROOT/configs/gpt.toml" --device h200 >"$TMP/fits.out" 2>"$TMP/fits.err"; then
+  rows=$(grep -Ec "^ +[0-9]+ +[0-9.]+ +[0-9.]+ +141000.0$" "$TMP/fits.out")
+  [[ $rows == 2 ]] || fail "plan of the GPT as data on H200s: $rows memory row(s) against 141 GB: $(tail -4 "$TMP/fits.out")"
+else
+  fail "plan of the GPT as data on H200s refused: $(head -2 "$TMP/fits.err")"
+fi
 
 echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures check(s) off)"
 ((failures == 0))
