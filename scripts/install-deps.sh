@@ -15,7 +15,8 @@ packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libcli11-dev l
 test_packages=(libboost-test-dev python3 tmux fish chromium    # Boost.Test; tests/cli (monitor, completions)
                slurm-wlm munge python3-jsonschema python3-yaml  # tests/cluster: a real Slurm, the MPIJob schema
                podman debootstrap runc                          # tests/container/podman.sh: the Dockerfile offline
-               groff-base man-db)                               # tests/cli: docs_in_step and install (man pages)
+               groff-base man-db                                # tests/cli: docs_in_step and install (man pages)
+               iproute2 iptables openssh-server iperf3)         # tests/cluster/netns*: nodes in namespaces
 for arg in "$@"; do
   case "$arg" in
     --test) packages+=("${test_packages[@]}") ;;
