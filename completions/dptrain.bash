@@ -33,7 +33,7 @@ _dptrain_keys=(
   cluster.emulate.slowdown cluster.emulate.fluctuate_rank cluster.emulate.fluctuate_from
   cluster.emulate.fluctuate_to cluster.emulate.fluctuate_factor cluster.emulate.fluctuate_move_every cluster.emulate.random_walk
   cluster.emulate.link_gbps cluster.emulate.link_latency_us cluster.emulate.memory_gb cluster.emulate.as_described
-  launch.ranks launch.hosts launch.mpirun_args launch.mpirun launch.hostfile launch.launcher launch.wait_timeout
+  launch.ranks launch.hosts launch.mpirun_args launch.mpirun launch.hostfile launch.launcher launch.wait_timeout launch.max_restarts
   checkpoint.enabled checkpoint.every checkpoint.keep
   log.every log.progress log.trace log.trace_first log.trace_steps
 )

@@ -83,7 +83,7 @@ function __dptrain_set_words
         cluster.emulate.fluctuate_factor cluster.emulate.fluctuate_move_every \
         cluster.emulate.random_walk cluster.emulate.link_gbps cluster.emulate.link_latency_us cluster.emulate.memory_gb \
         cluster.emulate.as_described launch.ranks launch.hosts launch.mpirun_args launch.mpirun \
-        launch.hostfile launch.launcher launch.wait_timeout \
+        launch.hostfile launch.launcher launch.wait_timeout launch.max_restarts \
         checkpoint.enabled checkpoint.every checkpoint.keep log.every log.progress log.trace \
         log.trace_first log.trace_steps
         echo $k=

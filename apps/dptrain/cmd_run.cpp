@@ -8,13 +8,16 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 
 #include "apps/dptrain/job_options.h"
 #include "apps/dptrain/launch_self.h"
+#include "apps/dptrain/restart.h"
 #include "lib/comm/communicator.h"
 #include "lib/core/error.h"
+#include "lib/core/json.h"
 #include "lib/launch/launcher.h"
 #include "lib/launch/slurm.h"
 #include "lib/train/train.h"
@@ -68,20 +71,36 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
     std::error_code ignored;
     std::filesystem::remove(dir.stopped(), ignored);
     std::filesystem::remove(dir.heartbeat(), ignored);
+    std::filesystem::remove(dir.failed(), ignored);
   }
   const auto launched = std::filesystem::file_time_type::clock::now();
   const int status = relaunch_under_mpirun(job.launch, process, cmd.dry_run, extra, OnSignal::request_stop);
   if (cmd.dry_run) return status;
   const RunEnd end = run_end(dir, status, launched);
   for (const std::string& line : end.lines) std::fprintf(stderr, "dptrain: %s\n", line.c_str());
-  return end.status;
+  std::vector<std::string> rank_flags;  // what a restart's ranks keep of this launch's arguments
+  for (const std::string& a : extra)
+    if (a.starts_with("--set=log.progress=")) rank_flags.push_back(a);
+  if (cmd.json) rank_flags.push_back("--json");
+  return restart_while_allowed(job, dir, status, end, rank_flags);
+}
+
+// A rank that ends the run with an error of its own says so in the run folder (failed.json), so that the
+// launcher does not restart what would fail again. Best effort: the error line is printed either way.
+void report_failure(const Job& job, const RunCommand& cmd, const Communicator& world, const Error& e) {
+  const RunDir dir = run_dir_of(job, run_options(cmd));
+  if (!std::filesystem::is_directory(dir.root)) return;
+  std::ofstream out(dir.failed());
+  out << fmt::format("{{\"rank\": {}, \"host\": {}, \"exit_code\": {}, \"error\": {}}}\n", world.rank(),
+                     json_quoted(world.host()), e.exit_code(), json_quoted(e.line()));
 }
 
 int run_rank(const RunCommand& cmd, ProcessArgs process) {
   MpiRuntime mpi(process.argc, process.argv);  // main() installed the stop handlers (stop_signal.h)
   auto world = mpi_world();
+  std::optional<Job> loaded;
   try {
-    const Job job = load_job(cmd.job.path, cmd.job.overrides);
+    const Job& job = loaded.emplace(load_job(cmd.job.path, cmd.job.overrides));
     if (world->rank() == 0 && world->size() != job.launch.ranks)
       std::fprintf(stderr, "dptrain: note: running on %d ranks; the job's [launch] ranks is %lld\n", world->size(),
                    static_cast<long long>(job.launch.ranks));
@@ -95,9 +114,11 @@ int run_rank(const RunCommand& cmd, ProcessArgs process) {
     // that rank reports and ends the whole job.
     const auto* nonfinite = dynamic_cast<const NonFiniteError*>(&e);
     const bool everywhere = e.exit_code() == 2 || (nonfinite && nonfinite->every_rank());
-    if (world->rank() == 0 || !everywhere)
+    if (world->rank() == 0 || !everywhere) {
       std::fprintf(stderr, "dptrain: %s%s\n", world->size() > 1 ? fmt::format("rank {}: ", world->rank()).c_str() : "",
                    e.line().c_str());
+      if (loaded && e.exit_code() != 2) report_failure(*loaded, cmd, *world, e);  // bad input changes nothing
+    }
     if (!everywhere && world->size() > 1) MpiRuntime::abort(e.exit_code());
     return e.exit_code();
   }

@@ -18,6 +18,9 @@ namespace dp::app {
 int relaunch_under_mpirun(const LaunchSection& launch, ProcessArgs process, bool dry_run,
                           const std::vector<std::string>& extra_args = {}, OnSignal on_signal = OnSignal::forward);
 
+// The same with the ranks' command line given (`dptrain` and then `self_args`): a restart's.
+int launch_with_args(const LaunchSection& launch, const std::vector<std::string>& self_args, OnSignal on_signal);
+
 // The job as its ranks will load it: inside a Slurm allocation, a job that does not say how many ranks
 // takes the allocation's tasks ("--set=launch.ranks=N" appended to rank_args for the ranks).
 Job job_as_launched(const JobArgs& job, std::vector<std::string>& rank_args);

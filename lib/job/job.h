@@ -204,6 +204,7 @@ struct LaunchSection {
   std::string hostfile;                  // mpirun --hostfile; resolved against the job file's folder
   Launcher launcher = Launcher::automatic;  // auto: srun inside a Slurm allocation, else mpirun
   double wait_timeout = 300;             // seconds without progress on any rank before the job ends (0: never)
+  int64_t max_restarts = 0;              // relaunches after a rank's or machine's death or a wait timeout
   bool ranks_given = false;              // not a key: whether the job (or --set) says ranks
 };
 

@@ -281,6 +281,7 @@ const std::vector<KeySpec>& schema() {
       {"launch", "hostfile", DP_FIELD(launch.hostfile), check_hostfile},
       {"launch", "launcher", DP_ENUM(launch.launcher), check_launcher},
       {"launch", "wait_timeout", DP_FIELD(launch.wait_timeout), DP_RULE(non_negative(j.launch.wait_timeout))},
+      {"launch", "max_restarts", DP_FIELD(launch.max_restarts), DP_RULE(at_least(j.launch.max_restarts, 0))},
 
       {"checkpoint", "enabled", DP_FIELD(checkpoint.enabled), nullptr},
       {"checkpoint", "every", DP_FIELD(checkpoint.every), DP_RULE(at_least(j.checkpoint.every, 0))},

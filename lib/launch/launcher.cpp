@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -71,6 +72,17 @@ std::vector<std::string> mpirun_command(const LaunchSection& launch, const Launc
     std::string list;
     for (const auto& h : launch.hosts) list += (list.empty() ? "" : ",") + h;
     cmd.insert(cmd.end(), {"--host", list});
+  }
+  if (!launch.hostfile.empty() || !launch.hosts.empty()) {
+    // Across machines: mpirun notices a machine it lost (link down, powered off) within about half of
+    // wait_timeout, by TCP keepalive on its daemons' connections (OpenMPI's default: 8 minutes), and ends
+    // the job instead of waiting for that machine's daemon forever.
+    if (launch.wait_timeout > 0) {
+      const int idle = std::max(2, int(launch.wait_timeout / 8)), interval = std::max(1, int(launch.wait_timeout / 16));
+      cmd.insert(cmd.end(), {"--mca", "oob_tcp_keepalive_time", std::to_string(idle), "--mca",
+                             "oob_tcp_keepalive_intvl", std::to_string(interval), "--mca", "oob_tcp_keepalive_probes",
+                             "6"});
+    }
   }
   // Forward what ranks need; mpirun forwards nothing to remote hosts by itself.
   for (const char* var : {"PATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",

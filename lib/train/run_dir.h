@@ -18,6 +18,10 @@ struct RunDir {
   std::string stopped() const { return root + "/stopped.json"; }
   // Every rank's latest heartbeat (watchdog.h), rewritten by rank 0 once a second while the run goes on.
   std::string heartbeat() const { return root + "/heartbeat.json"; }
+  // Written by a rank that ended the run with an error of its own (a non-finite loss, an allocation past a
+  // device's memory, bad input found while training); removed when a run starts here. A launcher does not
+  // restart such a run ([launch] max_restarts): it would meet the same error again.
+  std::string failed() const { return root + "/failed.json"; }
 };
 
 // Read-only check, safe on every rank: a new run (not resume) into a directory that already holds a run

@@ -122,7 +122,7 @@ def start_sshd(st, node):
         f.write(f"ListenAddress {node['ip']}\nPort 22\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/id.pub\n"
                 f"PidFile {d}/sshd_{node['host']}.pid\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
                 "UsePAM no\nStrictModes no\nAcceptEnv *\nPermitUserEnvironment no\nLogLevel ERROR\n"
-                "MaxStartups 100:30:200\nMaxSessions 100\n")
+                "MaxStartups 100:30:200\nMaxSessions 100\nClientAliveInterval 2\nClientAliveCountMax 3\n")
     log = open(f"{d}/sshd_{node['host']}.log", "w")
     p = subprocess.Popen(["ip", "netns", "exec", node["ns"], "unshare", "--uts", "--", "sh", "-c",
                           f"hostname {node['host']} && exec /usr/sbin/sshd -D -e -f {cfg}"],
@@ -240,7 +240,8 @@ def down(name):
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
-    for h in hosts:
+    for h in hosts:  # the pair's outer end first: a namespace is freed asynchronously, its devices later
+        sh("ip", "link", "del", h["veth"], check=False)
         sh("ip", "netns", "del", h["ns"], check=False)
         shutil.rmtree(f"/etc/netns/{h['ns']}", ignore_errors=True)
     sh("ip", "link", "del", st["bridge"], check=False)

@@ -134,8 +134,26 @@ BOOST_AUTO_TEST_CASE(local_transport_flags_only_without_hosts) {
     BOOST_TEST(!has(remote, "self,vader"));
     BOOST_TEST(!has(remote, "oob_tcp_if_include"));
     BOOST_TEST(!has(remote, "lo"));
-    BOOST_TEST(!has(remote, "--mca"));
+    BOOST_TEST(!has(remote, "btl"));
   }
+}
+
+// Across machines mpirun notices a lost machine by TCP keepalive within about half of wait_timeout
+// (OpenMPI's default would take 8 minutes); on one machine, or with no timeout, nothing is set.
+BOOST_AUTO_TEST_CASE(keepalive_across_machines_from_wait_timeout) {
+  dp::LaunchSection l = launch(4, {"a:2", "b:2"});
+  l.wait_timeout = 20;
+  const Args remote = dp::mpirun_command(l, host(false, 4), kSelf);
+  BOOST_TEST_CONTEXT(joined(remote)) {
+    BOOST_TEST(find_seq(remote, {"--mca", "oob_tcp_keepalive_time", "2"}) >= 0);
+    BOOST_TEST(find_seq(remote, {"--mca", "oob_tcp_keepalive_intvl", "1"}) >= 0);
+    BOOST_TEST(find_seq(remote, {"--mca", "oob_tcp_keepalive_probes", "6"}) >= 0);
+  }
+  l.wait_timeout = 0;
+  BOOST_TEST(!has(dp::mpirun_command(l, host(false, 4), kSelf), "oob_tcp_keepalive_time"));
+  dp::LaunchSection local = launch(2);
+  local.wait_timeout = 20;
+  BOOST_TEST(!has(dp::mpirun_command(local, host(false, 4), kSelf), "oob_tcp_keepalive_time"));
 }
 
 BOOST_AUTO_TEST_CASE(oversubscribe_only_when_ranks_exceed_cores) {
