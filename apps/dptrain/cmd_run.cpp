@@ -18,6 +18,7 @@
 #include "lib/comm/communicator.h"
 #include "lib/core/error.h"
 #include "lib/core/json.h"
+#include "lib/launch/elastic.h"
 #include "lib/launch/launcher.h"
 #include "lib/launch/slurm.h"
 #include "lib/train/train.h"
@@ -62,6 +63,8 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
     std::printf("%s\n", inputs.finished->c_str());
     return 0;
   }
+  // Machines that do not answer: one line before any rank starts or a new folder is made.
+  if (!cmd.dry_run && !uses_srun(job.launch, this_host())) check_hosts_answer(job.launch, 10);
   if (!cmd.dry_run && !lock) lock.emplace(hold_for_launch(dir, job.launch));
   // mpirun gives ranks a pseudo-terminal, so only this process can tell whether output is a terminal.
   if (job.log.progress == ProgressMode::automatic)

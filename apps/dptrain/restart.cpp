@@ -21,7 +21,8 @@ namespace {
 constexpr double kAnswerSeconds = 10;  // a machine that does not answer its remote shell in this is dropped
 
 std::string why(int status, const Job& job) {
-  if (status == 124) return fmt::format("no rank made progress for [launch] wait_timeout ({:g} s)", job.launch.wait_timeout);
+  if (status == 124)
+    return fmt::format("no rank made progress for [launch] wait_timeout ({:g} s)", job.launch.wait_timeout);
   if (status > 128 && status - 128 <= 31) return "a process was killed by " + signal_name(status - 128);
   return fmt::format("mpirun ended with exit status {} (a rank or a machine was lost)", status);
 }

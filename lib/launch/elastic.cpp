@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
@@ -36,8 +37,9 @@ std::vector<PlacedHost> placed_hosts(const LaunchSection& launch) {
   } else {
     for (const std::string& h : launch.hosts) {  // "name" (one slot, as mpirun --host counts it) or "name:N"
       const size_t colon = h.rfind(':');
-      hosts.push_back(colon == std::string::npos ? PlacedHost{h, 1, {}}
-                                                 : PlacedHost{h.substr(0, colon), std::atoll(h.c_str() + colon + 1), {}});
+      hosts.push_back(colon == std::string::npos
+                          ? PlacedHost{h, 1, {}}
+                          : PlacedHost{h.substr(0, colon), std::atoll(h.c_str() + colon + 1), {}});
     }
   }
   // By slot: each machine filled before the next (a machine without slots: as many as are left).
@@ -107,6 +109,25 @@ std::vector<bool> hosts_answering(const std::vector<std::string>& hosts, double 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return answers;
+}
+
+void check_hosts_answer(const LaunchSection& launch, double timeout_s) {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  std::vector<std::string> asked;
+  for (const PlacedHost& h : placed_hosts(launch))
+    if (!h.ranks.empty() && h.host != "localhost" && h.host != "127.0.0.1" && h.host != name)
+      asked.push_back(h.host);
+  const std::vector<bool> answers = hosts_answering(asked, timeout_s);
+  std::vector<std::string> silent;
+  for (size_t i = 0; i < asked.size(); ++i)
+    if (!answers[i]) silent.push_back(asked[i]);
+  if (silent.empty()) return;
+  throw UsageError(launch.hostfile.empty() ? "[launch] hosts" : launch.hostfile,
+                   fmt::format("{} {} not answer through the remote shell within {:g} s", fmt::join(silent, ", "),
+                               silent.size() == 1 ? "does" : "do", timeout_s),
+                   "check the name, that the machine is up and that ssh to it works without a password, or "
+                   "remove it");
 }
 
 namespace {

@@ -41,6 +41,11 @@ void check_slots(const LaunchSection& launch);
 // whose sshd is gone or that is powered off does not.
 std::vector<bool> hosts_answering(const std::vector<std::string>& hosts, double timeout_s);
 
+// Throws UsageError naming the machines of [launch] hostfile or hosts that hold ranks and do not answer
+// through the remote shell within `timeout_s` (this machine's own names are not asked): before any rank
+// starts, instead of mpirun's report from the middle of its launch.
+void check_hosts_answer(const LaunchSection& launch, double timeout_s);
+
 // The job on the ranks of the hosts kept (answering[h]): those ranks renumbered in order, [launch] ranks
 // their count and hostfile `hostfile` (hosts cleared), [cluster] the described cluster's kept ranks
 // (speeds, memory, nodes, every link as a matrix; kinds folded in), and every per-rank key cut to them

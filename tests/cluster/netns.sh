@@ -152,6 +152,20 @@ else
     "exit $rc, '$restart', summary '$steps': $(tail -3 "$TMP/elastic.log")"
 fi
 
+# Bad input: with node2 still cut off, a run on all three is refused before any rank starts, in one line
+# naming node2, within 30 s; the run folder not made.
+start=$(date +%s.%N)
+on_launcher "$DPTRAIN" run "${QUICK[@]}" --set launch.ranks=3 --set "launch.hostfile=$STATE/hostfile" \
+  --out "$TMP/unreachable" >"$TMP/unreachable.out" 2>"$TMP/unreachable.err"
+rc=$?
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+if ((rc == 2)) && (($(wc -l <"$TMP/unreachable.err") == 1)) && grep -q "node2 does not answer" "$TMP/unreachable.err" &&
+   [[ ! -e $TMP/unreachable ]] && awk -v t="$took" 'BEGIN { exit !(t < 30) }'; then
+  ok "a hostfile naming a node that does not answer: refused in $took s ($(cat "$TMP/unreachable.err"))"
+else
+  not_ok "a hostfile naming a node that does not answer" "exit $rc in $took s: $(head -3 "$TMP/unreachable.err")"
+fi
+
 # 5. Nothing left on the nodes; the cluster gone after.
 left=$($PY "$TOOL" leftovers "$NAME")
 [[ -z $left ]] && ok "no process left on any node" || not_ok "processes left on the nodes" "$left"
