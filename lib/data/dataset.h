@@ -78,6 +78,10 @@ std::vector<int64_t> equal_shares(int64_t batch, int world);
 // sum to that step's batch size), of the step's slice of the epoch permutation.
 std::span<const uint32_t> rank_indices(std::span<const uint32_t> permutation, int64_t global_batch,
                                        int64_t step_in_epoch, std::span<const int64_t> shares, int rank);
+// An order-free digest of a set of sample indices: the sum, modulo 2^64, of a 64-bit mix of each. Digests
+// of disjoint parts add up to the digest of their union, so the train lines' digests (metrics.jsonl,
+// "samples_digest") show that an epoch read every sample once, across ranks, groups and restarts.
+uint64_t samples_digest(std::span<const uint32_t> indices);
 
 // A held-out split is evaluated in chunks of this many samples (the last one shorter): 64 windows of
 // text, 1000 images.

@@ -53,4 +53,15 @@ std::span<const uint32_t> rank_indices(std::span<const uint32_t> permutation, in
   return permutation.subspan(size_t(step_in_epoch * global_batch + offset), size_t(shares[size_t(rank)]));
 }
 
+uint64_t samples_digest(std::span<const uint32_t> indices) {
+  uint64_t sum = 0;
+  for (const uint32_t i : indices) {  // splitmix64's first output from state i
+    uint64_t z = uint64_t(i) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    sum += z ^ (z >> 31);
+  }
+  return sum;
+}
+
 }  // namespace dp

@@ -24,9 +24,9 @@ std::string train_line_json(const TrainLine& l) {
   std::string line = fmt::format(
       "{{\"kind\":\"train\",\"step\":{},\"epoch\":{},\"rank\":{},\"loss\":{},\"lr\":{},"
       "\"samples_per_sec\":{:.1f},\"local_batch\":{},\"compute_ms\":{:.3f},\"wait_ms\":{:.3f},"
-      "\"comm_ms\":{:.3f},\"update_ms\":{:.3f}",
+      "\"comm_ms\":{:.3f},\"update_ms\":{:.3f},\"samples_digest\":{}",
       l.step, l.epoch, l.rank, l.loss, l.lr, l.samples_per_sec, l.times.local_batch, l.times.compute_ms,
-      l.times.wait_ms, l.times.comm_ms, l.times.update_ms);
+      l.times.wait_ms, l.times.comm_ms, l.times.update_ms, l.times.samples_digest);
   line += l.strategy_fields;
   if (l.times.allocated_peak_bytes >= 0)
     line += fmt::format(",\"allocated_peak_bytes\":{:.0f}", l.times.allocated_peak_bytes);

@@ -22,6 +22,7 @@ struct StepTimes {
                           // the forward's waits for parameters still being all-gathered)
   double update_ms = 0;   // optimizer (MRA: on the communication thread, mostly hidden)
   int64_t local_batch = 0;
+  uint64_t samples_digest = 0;  // samples_digest (lib/data/dataset.h) of the samples the rank read this step
   // The rank's memory (lib/train/step/rank_gauges.h; negative: not measured): its compute buffers' peak so
   // far, its resident size and, on GPU ranks with NVML, the device's memory in use and utilisation.
   double allocated_peak_bytes = -1, resident_bytes = -1, gpu_used_bytes = -1, gpu_util_percent = -1;

@@ -1,5 +1,6 @@
 // The sampler: every sample exactly once per epoch for any (n, global batch, world) and any shares,
-// per-epoch permutations that are reproducible and differ across epochs, and rejected bad shares.
+// per-epoch permutations that are reproducible and differ across epochs, and rejected bad shares; the
+// samples' digest adds up over an epoch's parts.
 #define BOOST_TEST_MODULE data_sampler
 #include <boost/test/unit_test.hpp>
 
@@ -30,6 +31,7 @@ void check_exactly_once(int64_t n, int64_t global_batch, int world, bool uneven,
     dp::Rng rng(dp::derive_seed(seed, uint64_t(epoch), 99));
     std::vector<int> seen(size_t(n), 0);
     int64_t total = 0;
+    uint64_t digest = 0;
     const int64_t steps = dp::steps_per_epoch(n, global_batch);
     BOOST_CHECK_EQUAL(steps, (n + global_batch - 1) / global_batch);
     for (int64_t step = 0; step < steps; ++step) {
@@ -46,12 +48,17 @@ void check_exactly_once(int64_t n, int64_t global_batch, int world, bool uneven,
           ++seen[i];
         }
         step_total += int64_t(idx.size());
+        digest += dp::samples_digest(idx);
       }
       BOOST_CHECK_EQUAL(step_total, batch);
       total += step_total;
     }
     BOOST_CHECK_EQUAL(total, n);
     BOOST_CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+    // The ranks' digests add up to every sample's (what tests/cluster/accounting.py checks of a run).
+    std::vector<uint32_t> all(static_cast<size_t>(n));
+    std::iota(all.begin(), all.end(), 0u);
+    BOOST_CHECK_EQUAL(digest, dp::samples_digest(all));
   }
 }
 
@@ -65,6 +72,15 @@ BOOST_AUTO_TEST_CASE(every_sample_once_per_epoch) {
     for (int world : {1, 2, 3, 4, 5, 7})
       for (bool uneven : {false, true})
         for (int64_t epoch : {0, 3}) check_exactly_once(n, gb, world, uneven, 1234, epoch);
+}
+
+// The digest tells a sample read twice or left out, and matches tests/cluster/accounting.py's mix.
+BOOST_AUTO_TEST_CASE(samples_digest_sees_a_sample_twice_or_missing) {
+  const std::vector<uint32_t> once = {0, 1, 2, 3}, twice = {0, 1, 1, 3}, missing = {0, 1, 3};
+  BOOST_CHECK_NE(dp::samples_digest(once), dp::samples_digest(twice));
+  BOOST_CHECK_NE(dp::samples_digest(once), dp::samples_digest(missing));
+  BOOST_CHECK_EQUAL(dp::samples_digest(std::vector<uint32_t>{}), 0u);
+  BOOST_CHECK_EQUAL(dp::samples_digest(std::vector<uint32_t>{0}), 0xe220a8397b1dcdafull);  // splitmix64(0)
 }
 
 BOOST_AUTO_TEST_CASE(world_larger_than_last_batch) {

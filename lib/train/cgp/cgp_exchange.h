@@ -59,6 +59,7 @@ struct ExchangeRequest {
   // This member's measurements since its last exchange, for metrics.jsonl.
   double compute_ms = 0, comm_ms = 0, exchange_ms = 0;
   int64_t samples = 0, local_steps = 0;
+  uint64_t samples_digest = 0;  // of the samples this member read in those steps (lib/data/dataset.h)
   int32_t stop_signal = 0;      // the member's pending stop request (stop_signal.h), 0 when none
 };
 

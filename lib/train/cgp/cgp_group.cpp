@@ -55,9 +55,11 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
   req.exchange_ms = last_exchange_ms_;
   req.samples = stats_samples_;
   req.local_steps = stats_steps_;
+  req.samples_digest = stats_digest_;
   req.stop_signal = pending_stop_signal();
   stats_compute_ms_ = stats_comm_ms_ = 0;
   stats_samples_ = stats_steps_ = 0;
+  stats_digest_ = 0;
   std::vector<float> delta;
   Communicator& server = server_;
   Request sent_req, sent_delta;
@@ -138,6 +140,7 @@ double GroupReplica::train_chunk(int64_t begin, int64_t count, const std::functi
     stats_compute_ms_ += times.compute_ms;
     stats_comm_ms_ += times.comm_ms;
     stats_samples_ += times.local_batch;
+    stats_digest_ += times.samples_digest;
     ++stats_steps_;
     measured_samples_ += double(times.local_batch);
     measured_seconds_ += times.compute_ms / 1000;

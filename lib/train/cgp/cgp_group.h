@@ -82,6 +82,7 @@ class GroupReplica : private SyncWork {
   // Measurements: since the last exchange (for metrics) and since the replica was built (regrouping).
   double stats_compute_ms_ = 0, stats_comm_ms_ = 0, last_exchange_ms_ = 0;
   int64_t stats_samples_ = 0, stats_steps_ = 0;
+  uint64_t stats_digest_ = 0;
   double measured_samples_ = 0, measured_seconds_ = 0;
   double phase_samples_ = 0, phase_seconds_ = 0;
   std::vector<double> phase_seconds_per_sample_;

@@ -77,7 +77,7 @@ void ParameterServer::account(const ExchangeRequest& leader, double loss_sum, in
     line.strategy_fields = group_fields(group, double(staleness), held_ms, m.exchange_ms);
     line.lr = m.lr;
     line.loss = leader.chunk_count > 0 ? loss_sum / double(leader.chunk_count * terms_per_sample_) : 0;
-    line.times = StepTimes{m.compute_ms, held_ms, m.comm_ms, 0, m.samples};
+    line.times = StepTimes{m.compute_ms, held_ms, m.comm_ms, 0, m.samples, m.samples_digest};
     lines_.push_back(line);
   }
   while (next_emit_ < first_step_ + int64_t(step_samples_.size())) {

@@ -199,6 +199,8 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     }, plan.index);
     mine.loss_sum = t.stats.loss_sum;
     mine.times = StepTimes{t.compute_ms, t.wait_ms, t.send_ms + t.sync.wait_ms + t.sync.comm_ms, t.sync.update_ms, t.rows};
+    // The mini-batch's samples, counted once: by the first stage's first replica, which reads them.
+    if (place_.stage == 0 && place_.replica == 0) mine.times.samples_digest = samples_digest(samples);
     return mine;
   }
 

@@ -107,7 +107,7 @@ RankStep timed_step(StepUpdate& update, Optimizer& opt, double lr, Model& model,
   // Sum the gradients and update (the rest of it, under MRA).
   const SyncTimes sync = update.finish();
   r.times = StepTimes{compute_s * 1000, sync.wait_ms, sync.comm_ms + forward_wait_s * 1000, sync.update_ms,
-                      int64_t(indices.size())};
+                      int64_t(indices.size()), samples_digest(indices)};
   return r;
 }
 

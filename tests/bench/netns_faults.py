@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Faults on the wire of a real 3-node cluster, injected at random, under each strategy (issue 28).
+
+One cluster of network namespaces (tests/cluster/netns_cluster.py: nodes at 5, 2.5 and 1 Gbit/s, an sshd
+each), then per strategy an uninterrupted run (its wall time T0 and final accuracy) and, per fault kind,
+INJECTIONS runs of the same job with [launch] wait_timeout = 20 and max_restarts = 1, each with one fault
+injected on a random node at a random moment in [0.15, 0.75] x T0 (tests/cluster/netns_faults.py):
+  cut       the node's link down for good          cut-5s   down for 5 s, then up
+  loss1     1% of the node's packets dropped       loss10   10% dropped (for the rest of the run)
+  kill      the node's dptrain processes killed    freeze   its dptrain processes stopped (SIGSTOP)
+Per run: how it ended (rode it out / restarted / ended), seconds from the fault to the launcher's
+restart line (or to the end), the time lost against T0, processes left on any node (checked before the
+fault is undone), the data accounting across the restart (tests/cluster/accounting.py: every sample
+once per completed epoch), and the final test accuracy against the uninterrupted run's.
+A benchmark: it prints a table and the per-run lines and asserts nothing.
+
+  netns_faults.py DPTRAIN [--injections 10] [--kinds cut,cut-5s,loss1,loss10,kill,freeze]
+                          [--strategies data,cgp,pipeline] [--seed 1] [--steps 469]
+"""
+import argparse, os, random, statistics, subprocess, sys, tempfile, threading, time
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+sys.path.insert(0, os.path.join(root, "tests", "cluster"))
+import netns_cluster  # noqa: E402
+
+FAULTS = os.path.join(root, "tests", "cluster", "netns_faults.py")
+ACCOUNTING = os.path.join(root, "tests", "cluster", "accounting.py")
+TRAIN_SAMPLES = 60000  # Fashion-MNIST's training split
+WAIT_TIMEOUT = 20
+CLUSTER = """[launch]
+ranks = 3
+[cluster]
+ranks_per_node = 1
+[cluster.links]
+gbps = [0, 5, 2.5,  5, 0, 1,  2.5, 1, 0]
+"""
+STRATEGY_SETS = {"data": [], "cgp": ["parallel.strategy=cgp"], "pipeline": ["parallel.strategy=pipeline"]}
+
+
+def fault(kind, name, node):
+    """Starts the fault; returns the process that undoes it (cut-5s) or None."""
+    args = {"cut": ["cut", name, node], "cut-5s": ["cut", name, node, "--for", "5"],
+            "loss1": ["loss", name, node, "0.01"], "loss10": ["loss", name, node, "0.1"],
+            "kill": ["kill", name, node], "freeze": ["freeze", name, node]}[kind]
+    p = subprocess.Popen([sys.executable, FAULTS, *args], stdout=subprocess.PIPE, text=True)
+    if kind != "cut-5s":
+        p.wait()
+        return None
+    return p
+
+
+def repair(name, st):
+    for node in st["nodes"]:
+        subprocess.run(["ip", "-n", node["ns"], "link", "set", "eth0", "up"], capture_output=True)
+        subprocess.run([sys.executable, FAULTS, "loss", name, node["host"], "0"], capture_output=True)
+
+
+def run(dptrain, st, out, sets, inject=None):
+    """One run on the cluster; inject = (seconds, callable). Returns wall, rc, stamped stderr lines, fault time."""
+    cmd = [dptrain, "run", os.path.join(root, "configs", "quickstart.toml"), "--out", out, "--force"]
+    for s in sets:
+        cmd += ["--set", s]
+    cmd += ["--set", f"launch.hostfile={st['state']}/hostfile"]
+    env = {**os.environ, **st["env"]}
+    start = time.time()
+    p = subprocess.Popen(["ip", "netns", "exec", st["launcher"]["ns"], "unshare", "--uts", "--", "sh", "-c",
+                          'hostname launcher && exec "$@"', "sh", *cmd], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: [lines.append((time.time() - start, l.rstrip())) for l in p.stderr])
+    reader.start()
+    at = None
+    if inject:
+        while p.poll() is None and time.time() - start < inject[0]:
+            time.sleep(0.05)
+        if p.poll() is None:
+            at = time.time() - start
+            inject[1]()
+    try:
+        p.wait(timeout=900)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    reader.join()
+    return time.time() - start, p.returncode, lines, at
+
+
+def accuracy(out):
+    import json
+    try:
+        return json.load(open(f"{out}/summary.json"))["test_accuracy"]
+    except (OSError, KeyError, ValueError):
+        return float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dptrain")
+    ap.add_argument("--injections", type=int, default=10)
+    ap.add_argument("--kinds", default="cut,cut-5s,loss1,loss10,kill,freeze")
+    ap.add_argument("--strategies", default="data,cgp,pipeline")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=469)
+    a = ap.parse_args()
+    dptrain = os.path.abspath(a.dptrain)
+    rng = random.Random(a.seed)
+    tmp = tempfile.mkdtemp(prefix="netns-faults.")
+    with open(f"{tmp}/cluster.toml", "w") as f:
+        f.write(CLUSTER)
+    name = f"nf{os.getpid() % 1000}"
+    netns_cluster.up(f"{tmp}/cluster.toml", name)
+    st = netns_cluster.load(name)
+    rows = []
+    try:
+        for strategy in a.strategies.split(","):
+            sets = ["train.threads=1", "log.every=1", "log.progress=plain", f"train.steps={a.steps}",
+                    "checkpoint.every=100", f"launch.wait_timeout={WAIT_TIMEOUT}", "launch.max_restarts=1",
+                    "launch.ranks=3", *STRATEGY_SETS[strategy]]
+            base_out = f"{tmp}/{strategy}.base"
+            t0, rc, _, _ = run(dptrain, st, base_out, sets)
+            acc0 = accuracy(base_out)
+            print(f"# {strategy}: uninterrupted {t0:.1f} s, exit {rc}, accuracy {acc0:.4f}", flush=True)
+            for kind in a.kinds.split(","):
+                for i in range(a.injections):
+                    node = f"node{rng.randrange(3)}"
+                    when = rng.uniform(0.15, 0.75) * t0
+                    out = f"{tmp}/{strategy}.{kind}.{i}"
+                    undo = []
+                    wall, rc, lines, at = run(dptrain, st, out, sets,
+                                              (when, lambda: undo.append(fault(kind, name, node))))
+                    left = netns_cluster.leftovers(st)
+                    for u in undo:
+                        if u:
+                            u.wait()
+                    repair(name, st)
+                    if left:  # a frozen process left behind: removed so that the next run starts clean
+                        for _, pid, _ in left:
+                            for sig in (18, 9):
+                                try:
+                                    os.kill(pid, sig)
+                                except ProcessLookupError:
+                                    pass
+                    restart = [(t, l) for t, l in lines if "dptrain: restart" in l]
+                    after = (restart[0][0] - at) if restart and at is not None else (wall - at if at else float("nan"))
+                    acct = subprocess.run([sys.executable, ACCOUNTING, out, str(TRAIN_SAMPLES)], capture_output=True,
+                                          text=True)
+                    how = ("restarted" if restart else "rode it out") if rc == 0 else f"ended (exit {rc})"
+                    row = dict(strategy=strategy, kind=kind, node=node, at=at, wall=wall, rc=rc, how=how,
+                               detect=after if restart or rc != 0 else float("nan"), lost=wall - t0, left=len(left),
+                               accounting=acct.returncode == 0, acc=accuracy(out) - acc0,
+                               said=(restart[0][1] if restart else (lines[-1][1] if lines and rc != 0 else "")))
+                    rows.append(row)
+                    detect = "" if row["detect"] != row["detect"] else f"fault to restart/end {row['detect']:.1f} s; "
+                    when_s = f"{at:5.1f}" if at is not None else "  end"
+                    print(f"{strategy:8} {kind:6} {node} at {when_s} s: {how}; {detect}lost {row['lost']:+.1f} s; "
+                          f"left {row['left']}; accounting {'exact' if row['accounting'] else 'WRONG'}; "
+                          f"accuracy {row['acc']:+.4f}   {row['said'][:200]}", flush=True)
+    finally:
+        netns_cluster.down(name)
+    print("\nstrategy kind    runs finished restarted  fault->restart/end s (median / max)  time lost s (median / max)"
+          "  accounting exact  left  accuracy vs uninterrupted (median / worst)")
+    for strategy in a.strategies.split(","):
+        for kind in a.kinds.split(","):
+            rs = [r for r in rows if r["strategy"] == strategy and r["kind"] == kind]
+            if not rs:
+                continue
+            det = [r["detect"] for r in rs if r["detect"] == r["detect"]]
+            lost = [r["lost"] for r in rs]
+            acc = [r["acc"] for r in rs if r["acc"] == r["acc"]]
+            print(f"{strategy:8} {kind:7} {len(rs):4} {sum(r['rc'] == 0 for r in rs):8} "
+                  f"{sum(r['how'] == 'restarted' for r in rs):9}  "
+                  + (f"{statistics.median(det):8.1f} / {max(det):5.1f}" if det else f"{'-':>16}") + "              "
+                  + f"{statistics.median(lost):7.1f} / {max(lost):5.1f}          "
+                  + f"{sum(r['accounting'] for r in rs):3} of {len(rs):<3}   {sum(r['left'] for r in rs):4}  "
+                  + (f"{statistics.median(acc):+.4f} / {max(acc, key=abs):+.4f}" if acc else "-"))
+
+
+if __name__ == "__main__":
+    main()
