@@ -286,6 +286,12 @@ expect_error "an output directory under a file" 2 "good.toml/run|cannot create o
   "$DPTRAIN" run good.toml --out good.toml/run
 expect_error "a rank count far beyond this machine's cores" 2 "[launch] ranks|$(( $(nproc) * 8 + 1 )) ranks|per core|hosts or hostfile" -- \
   "$DPTRAIN" run good.toml --set launch.ranks=$(( $(nproc) * 8 + 1 )) --out many-ranks
+# Elastic launches: a negative restart count; more ranks than the machines named have slots.
+expect_error "a negative max_restarts" 2 "launch.max_restarts|at least 0|-1" -- \
+  "$DPTRAIN" run good.toml --set launch.max_restarts=-1 --out restarts
+printf 'localhost slots=1\n' >one-slot.hostfile
+expect_error "more ranks than the hostfile's slots" 2 "one-slot.hostfile|1 slot(s)|2 rank(s)|lower [launch] ranks to 1" -- \
+  "$DPTRAIN" run good.toml --set launch.ranks=2 --set 'launch.hostfile="one-slot.hostfile"' --out slots
 # estimate: its device, its profile.
 expect_error "estimate on an unknown device" 2 "--device|unknown device 'h900'|known: h200" -- \
   "$DPTRAIN" estimate good.toml --device h900
