@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 
 #include "apps/dptrain/profile.h"
@@ -53,6 +55,10 @@ void profile_compute(const ProfileCommand& cmd, Communicator& world) {
 void profile_links(const ProfileCommand& cmd, const Job& job, Communicator& world, bool paced) {
   const LinkProbeConfig config;
   const LinkProbeResult r = probe_links(world, config);
+  std::array<char, 64> host{};  // each rank's node, for the cluster file's node_sizes
+  std::strncpy(host.data(), world.host().c_str(), host.size() - 1);
+  std::vector<std::string> hosts;
+  for (const auto& h : world.allgather_value(host)) hosts.emplace_back(h.data());
   if (world.rank() != 0) return;
   const std::string network = paced ? links_text(job) : "no emulated links";
   if (cmd.json) {
@@ -72,8 +78,12 @@ void profile_links(const ProfileCommand& cmd, const Job& job, Communicator& worl
                                                         network),
                                             "Row-major ranks x ranks (row: from, column: to). A job of as many ranks "
                                             "reads it with",
-                                            "[cluster] file = \"PATH\" (PATH relative to the job file's folder)."}));
-    if (!cmd.json) std::printf("# wrote %s ([cluster.links] gbps and latency_us)\n", cmd.links_out.c_str());
+                                            "[cluster] file = \"PATH\" (PATH relative to the job file's folder)."},
+                                         hosts));
+    const bool nodes = std::any_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h != hosts[0]; });
+    if (!cmd.json)
+      std::printf("# wrote %s ([cluster.links] gbps and latency_us%s)\n", cmd.links_out.c_str(),
+                  nodes ? "; [cluster] node_sizes where each node's ranks are consecutive" : "");
   }
   std::fflush(stdout);
 }

@@ -4,6 +4,7 @@
 #include "lib/comm/link_probe.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -205,7 +206,33 @@ std::string link_json_lines(const LinkProbeResult& r) {
   return t;
 }
 
-std::string link_cluster_file(const LinkProbeResult& r, const std::vector<std::string>& comment) {
+namespace {
+
+// "[cluster]\nnode_sizes = [...]" with a comment naming the hosts, when the ranks span more than one host
+// and each host's ranks are consecutive (what node_sizes can say); "" otherwise.
+std::string nodes_table(const std::vector<std::string>& hosts) {
+  std::vector<std::pair<std::string, int64_t>> runs;  // (host, ranks) in rank order
+  for (const std::string& h : hosts) {
+    if (!runs.empty() && runs.back().first == h) {
+      ++runs.back().second;
+      continue;
+    }
+    for (const auto& run : runs)
+      if (run.first == h) return {};  // a host whose ranks are not consecutive
+    runs.push_back({h, 1});
+  }
+  if (runs.size() < 2) return {};
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  for (const auto& [h, n] : runs) names.push_back(h), sizes.push_back(n);
+  return fmt::format("# nodes, in rank order: {}\n[cluster]\nnode_sizes = [{}]\n", fmt::join(names, ", "),
+                     fmt::join(sizes, ", "));
+}
+
+}  // namespace
+
+std::string link_cluster_file(const LinkProbeResult& r, const std::vector<std::string>& comment,
+                              const std::vector<std::string>& hosts) {
   std::vector<double> gbps = r.gbps;
   const size_t n = size_t(r.ranks);
   for (size_t a = 0; a < n; ++a) {  // the diagonal: the rank's fastest link (1 when it has none)
@@ -215,7 +242,8 @@ std::string link_cluster_file(const LinkProbeResult& r, const std::vector<std::s
   }
   std::string t;
   for (const std::string& line : comment) t += "# " + line + "\n";
-  return t + "[cluster.links]\ngbps = " + toml_rows(gbps, r.ranks) + "latency_us = " + toml_rows(r.latency_us, r.ranks);
+  return t + nodes_table(hosts) + "[cluster.links]\ngbps = " + toml_rows(gbps, r.ranks) +
+         "latency_us = " + toml_rows(r.latency_us, r.ranks);
 }
 
 }  // namespace dp

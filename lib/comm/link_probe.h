@@ -46,7 +46,10 @@ std::string link_matrices_text(const LinkProbeResult& r);
 std::string link_json_lines(const LinkProbeResult& r);
 // A cluster file for [cluster] file = "...": `comment` lines (each prefixed "# "), then only a
 // [cluster.links] table with gbps and latency_us as row-major ranks x ranks arrays; the diagonal, which a
-// job ignores, holds the rank's fastest measured bandwidth and latency 0.
-std::string link_cluster_file(const LinkProbeResult& r, const std::vector<std::string>& comment);
+// job ignores, holds the rank's fastest measured bandwidth and latency 0. `hosts` (each rank's host name;
+// empty: not known): ranks on more than one host, each host's ranks consecutive, add a [cluster] table
+// whose node_sizes holds them (a comment names the hosts), so that plans see the nodes too.
+std::string link_cluster_file(const LinkProbeResult& r, const std::vector<std::string>& comment,
+                              const std::vector<std::string>& hosts = {});
 
 }  // namespace dp

@@ -204,6 +204,10 @@ void Watchdog::run() {
   const int me = comm.rank();
   const auto start = Clock::now();
   const auto timeout = std::chrono::duration<double>(timeout_s_);
+  // A rank other than 0 ends the job itself when rank 0 has not: a quarter of the timeout later, at
+  // least 5 s (so that rank 0, which names the ranks, goes first; a frozen rank 0 ends the job within
+  // 1.25 x the timeout, not twice it).
+  const auto backup = timeout + std::chrono::duration<double>(std::max(5.0, timeout_s_ / 4));
   OwnBeat own(comm.host(), start);
   Roster roster(comm.size(), start);
   Outbox outbox;
@@ -214,7 +218,7 @@ void Watchdog::run() {
     own.update(progress_, now);
     if (me != 0) {
       outbox.offer(comm, own.beat);
-      if (now - own.moved > 2 * timeout)
+      if (now - own.moved > backup)
         end_job(fmt::format("dptrain: rank {} ({}): no progress for {:.0f} s in '{}' ([launch] wait_timeout {:.0f} s); "
                             "rank 0, which watches the job, has not ended it: it may be the one stopped; ending the job",
                             me, own.beat.host, seconds(now - own.moved), own.beat.activity, timeout_s_));

@@ -3,7 +3,8 @@
 // count, trace.h's ThreadProgress) and what it is doing. When no rank has made progress for the timeout,
 // rank 0 says which ranks the job is waiting for (those that sent nothing lately: stopped, or their host
 // unreachable) and what the others are waiting in, and ends the job (exit status 124). If rank 0 itself
-// is the one stopped, a rank that has made no progress for twice the timeout ends the job instead.
+// is the one stopped, a rank that has made no progress for the timeout plus a quarter of it (at least
+// 5 s) ends the job instead.
 // Rank 0 also keeps every rank's latest beat in a file (heartbeat.json in the run directory), so that
 // after a rank is killed the launcher can say what each rank was doing.
 #pragma once

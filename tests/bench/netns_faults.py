@@ -15,7 +15,7 @@ once per completed epoch), and the final test accuracy against the uninterrupted
 A benchmark: it prints a table and the per-run lines and asserts nothing.
 
   netns_faults.py DPTRAIN [--injections 10] [--kinds cut,cut-5s,loss1,loss10,kill,freeze]
-                          [--strategies data,cgp,pipeline] [--seed 1] [--steps 469]
+                          [--strategies data,cgp,pipeline] [--seed 1] [--steps 469] [--nodes node0,...]
 """
 import argparse, os, random, statistics, subprocess, sys, tempfile, threading, time
 
@@ -102,6 +102,7 @@ def main():
     ap.add_argument("--strategies", default="data,cgp,pipeline")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--steps", type=int, default=469)
+    ap.add_argument("--nodes", default="node0,node1,node2", help="the nodes a fault may hit")
     a = ap.parse_args()
     dptrain = os.path.abspath(a.dptrain)
     rng = random.Random(a.seed)
@@ -123,7 +124,7 @@ def main():
             print(f"# {strategy}: uninterrupted {t0:.1f} s, exit {rc}, accuracy {acc0:.4f}", flush=True)
             for kind in a.kinds.split(","):
                 for i in range(a.injections):
-                    node = f"node{rng.randrange(3)}"
+                    node = rng.choice(a.nodes.split(","))
                     when = rng.uniform(0.15, 0.75) * t0
                     out = f"{tmp}/{strategy}.{kind}.{i}"
                     undo = []
@@ -149,13 +150,14 @@ def main():
                     row = dict(strategy=strategy, kind=kind, node=node, at=at, wall=wall, rc=rc, how=how,
                                detect=after if restart or rc != 0 else float("nan"), lost=wall - t0, left=len(left),
                                accounting=acct.returncode == 0, acc=accuracy(out) - acc0,
-                               said=(restart[0][1] if restart else (lines[-1][1] if lines and rc != 0 else "")))
+                               said=" | ".join(l for _, l in lines if "last heartbeat" in l or "dptrain: restart" in l
+                                               or (rc != 0 and l is lines[-1][1])))
                     rows.append(row)
                     detect = "" if row["detect"] != row["detect"] else f"fault to restart/end {row['detect']:.1f} s; "
                     when_s = f"{at:5.1f}" if at is not None else "  end"
                     print(f"{strategy:8} {kind:6} {node} at {when_s} s: {how}; {detect}lost {row['lost']:+.1f} s; "
                           f"left {row['left']}; accounting {'exact' if row['accounting'] else 'WRONG'}; "
-                          f"accuracy {row['acc']:+.4f}   {row['said'][:200]}", flush=True)
+                          f"accuracy {row['acc']:+.4f}\n    {row['said'][:600]}", flush=True)
     finally:
         netns_cluster.down(name)
     print("\nstrategy kind    runs finished restarted  fault->restart/end s (median / max)  time lost s (median / max)"

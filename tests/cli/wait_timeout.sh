@@ -2,7 +2,7 @@
 # [launch] wait_timeout (issue 16): no wait blocks forever. A 3-rank job with wait_timeout = 3:
 #  - a rank stopped with SIGSTOP: rank 0 ends the job (exit 124) naming it, silent, and what the others
 #    wait in; the launcher's line follows; no process of the job is left;
-#  - rank 0 itself stopped: another rank ends the job after twice the timeout, saying rank 0 may be the
+#  - rank 0 itself stopped: another rank ends the job after the timeout + 5 s, saying rank 0 may be the
 #    one stopped;
 #  - a healthy run with the same timeout (evaluations and checkpoints included) finishes.
 # Usage: bash wait_timeout.sh PATH/TO/dptrain REPO_ROOT

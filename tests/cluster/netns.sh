@@ -3,7 +3,7 @@
 # namespace, host name and sshd per node, links shaped by the kernel at 5, 2.5 and 1 Gbit/s):
 #  1. each node answers ssh under its own host name; the machine's /etc/hosts is untouched;
 #  2. `dptrain profile --links` measures every pair within 10% of a reference TCP stream (iperf3) over
-#     the same link, and the pairs' latency as it is (printed);
+#     the same link, and the pairs' latency as it is (printed); its cluster file names the nodes;
 #  3. data parallelism (MRA) and a pipeline across the nodes, ranks started by mpirun over ssh, give the
 #     losses of one process (1e-4 relative); CGP across them trains to the end;
 #  4. a node cut for good with [launch] max_restarts = 1: the run restarts on the nodes left and finishes;
@@ -69,8 +69,12 @@ done
 $PY - "$TMP" <<'PY' || not_ok "profile --links against iperf3" "see above"
 import json, re, sys, tomllib
 tmp = sys.argv[1]
-links = tomllib.load(open(f"{tmp}/links.toml", "rb"))["cluster"]["links"]
+cluster = tomllib.load(open(f"{tmp}/links.toml", "rb"))["cluster"]
+links = cluster["links"]
 bad = 0
+if cluster.get("node_sizes") != [1, 1, 1]:
+    print(f"# the links file's node_sizes: {cluster.get('node_sizes')}, not [1, 1, 1] (one rank on each node)")
+    bad += 1
 for a, b, set_to in ((0, 1, 5.0), (0, 2, 2.5), (1, 2, 1.0)):
     ref = json.load(open(f"{tmp}/iperf_{a}{b}.json"))["end"]["sum_received"]["bits_per_second"] / 1e9
     got = links["gbps"][a * 3 + b]

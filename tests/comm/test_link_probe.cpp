@@ -127,3 +127,17 @@ BOOST_AUTO_TEST_CASE(the_cluster_file_holds_both_matrices_row_major) {
   const std::string table = dp::link_matrices_text(r);
   BOOST_TEST(std::regex_search(table, std::regex(R"(\n +0 +- +9\.5\n +1 +1\.25 +-\n)")));
 }
+
+// Ranks on several hosts, each host's ranks consecutive: the file says the nodes too; otherwise it cannot.
+BOOST_AUTO_TEST_CASE(the_cluster_file_names_the_nodes_it_can) {
+  dp::LinkProbeResult r;
+  r.ranks = 3;
+  r.gbps = {0, 5, 1, 5, 0, 1, 1, 1, 0};
+  r.latency_us = std::vector<double>(9, 10.0);
+  const std::string nodes = dp::link_cluster_file(r, {"x"}, {"a", "a", "b"});
+  BOOST_TEST(nodes.find("# nodes, in rank order: a, b\n[cluster]\nnode_sizes = [2, 1]\n[cluster.links]\n") !=
+             std::string::npos);
+  for (const std::vector<std::string>& hosts : std::vector<std::vector<std::string>>{
+           {}, {"a", "a", "a"}, {"a", "b", "a"}})
+    BOOST_TEST(dp::link_cluster_file(r, {"x"}, hosts).find("[cluster]\n") == std::string::npos);
+}
