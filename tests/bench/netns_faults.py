@@ -17,7 +17,7 @@ A benchmark: it prints a table and the per-run lines and asserts nothing.
   netns_faults.py DPTRAIN [--injections 10] [--kinds cut,cut-5s,loss1,loss10,kill,freeze]
                           [--strategies data,cgp,pipeline] [--seed 1] [--steps 469] [--nodes node0,...]
 """
-import argparse, os, random, statistics, subprocess, sys, tempfile, threading, time
+import argparse, json, os, random, signal, statistics, subprocess, sys, tempfile, threading, time
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
@@ -87,7 +87,6 @@ def run(dptrain, st, out, sets, inject=None):
 
 
 def accuracy(out):
-    import json
     try:
         return json.load(open(f"{out}/summary.json"))["test_accuracy"]
     except (OSError, KeyError, ValueError):
@@ -137,7 +136,7 @@ def main():
                     repair(name, st)
                     if left:  # a frozen process left behind: removed so that the next run starts clean
                         for _, pid, _ in left:
-                            for sig in (18, 9):
+                            for sig in (signal.SIGCONT, signal.SIGKILL):
                                 try:
                                     os.kill(pid, sig)
                                 except ProcessLookupError:

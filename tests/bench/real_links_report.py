@@ -49,27 +49,24 @@ def err(pred, meas):
     return f"{100 * (pred / meas - 1):+.1f}%"
 
 
-for gbps in ("1", "10"):
-    if not has(f"mra.{gbps}.native"):
-        continue
-    print(f"mra: comm_heavy, 2 nodes at {gbps} Gbit/s: step ms (min / median over {reps}); estimate's step")
+def against_baseline(case, base, variant, labels, speedup):
+    """Per mode: the two variants' step ms, the variant's speedup, estimate's step beside each."""
     for mode in MODES:
-        t = {alg: [step_ms(r) for r in runs(f"mra.{gbps}.{alg}", mode)] for alg in ("native", "mra")}
-        sp = [a / b for a, b in zip(t["native"], t["mra"])]
-        est = {alg: 1000 * float(open(f"{work}/mra.{gbps}.{alg}.estimate").read()) for alg in ("native", "mra")}
-        print(f"  {mode:4}  native {mm(t['native'])}  mra {mm(t['mra'])}  MRA speedup {mm(sp, '{:.2f}')}x   "
-              f"estimate native {est['native']:.1f} ({err(est['native'], statistics.median(t['native']))}), "
-              f"mra {est['mra']:.1f} ({err(est['mra'], statistics.median(t['mra']))})")
+        t = {v: [step_ms(r) for r in runs(f"{case}.{v}", mode)] for v in (base, variant)}
+        sp = [a / b for a, b in zip(t[base], t[variant])]
+        est = {v: 1000 * float(open(f"{work}/{case}.{v}.estimate").read()) for v in (base, variant)}
+        print(f"  {mode:4}  {labels[0]} {mm(t[base])}  {labels[1]} {mm(t[variant])}  {speedup} {mm(sp, '{:.2f}')}x   "
+              + ", ".join(f"estimate {v} {est[v]:.1f} ({err(est[v], statistics.median(t[v]))})" for v in (base, variant)))
+
+
+for gbps in ("1", "10"):
+    if has(f"mra.{gbps}.native"):
+        print(f"mra: comm_heavy, 2 nodes at {gbps} Gbit/s: step ms (min / median over {reps}); estimate's step")
+        against_baseline(f"mra.{gbps}", "native", "mra", ("native", "mra"), "MRA speedup")
 
 if has("idat.equal"):
-    print(f"idat: comm_heavy batch 32, 2 nodes at 10 Gbit/s, rank 1 at half speed: step ms; estimate's step")
-    for mode in MODES:
-        t = {v: [step_ms(r) for r in runs(f"idat.{v}", mode)] for v in ("equal", "idat")}
-        sp = [a / b for a, b in zip(t["equal"], t["idat"])]
-        est = {v: 1000 * float(open(f"{work}/idat.{v}.estimate").read()) for v in ("equal", "idat")}
-        print(f"  {mode:4}  equal shares, plain {mm(t['equal'])}  I-DAT + MRA {mm(t['idat'])}  speedup "
-              f"{mm(sp, '{:.2f}')}x   estimate equal {est['equal']:.1f} ({err(est['equal'], statistics.median(t['equal']))}),"
-              f" idat {est['idat']:.1f} ({err(est['idat'], statistics.median(t['idat']))})")
+    print("idat: comm_heavy batch 32, 2 nodes at 10 Gbit/s, rank 1 at half speed: step ms; estimate's step")
+    against_baseline("idat", "equal", "idat", ("equal shares, plain", "I-DAT + MRA"), "speedup")
 
 if has("cgp.cgp"):
     print("cgp: two nodes of three ranks joined by 1 Gbit/s: train seconds to test accuracy 0.80, final accuracy;"

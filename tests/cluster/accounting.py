@@ -24,7 +24,7 @@ def mix(i):
 
 
 def launches(path):
-    """[(first_step, strategy, [train lines])] in order."""
+    """[(first_step, strategy, steps_per_epoch, [train lines])] in order."""
     out = []
     for line in open(path):
         r = json.loads(line)
@@ -43,24 +43,21 @@ def main():
         print(f"accounting: {folder}/metrics.jsonl has no start line")
         return 1
     kept = []
-    for k, (first, strategy, per_epoch, lines) in enumerate(runs):
+    for k, (_, _, _, lines) in enumerate(runs):
         until = runs[k + 1][0] if k + 1 < len(runs) else float("inf")
         kept += [r for r in lines if r["step"] < until]
-    steps_per_epoch = runs[-1][2]
+    steps_per_epoch, by_step = runs[-1][2], runs[-1][1] != "cgp"  # CGP's lines: per exchange, epoch given
     digest, steps = {}, {}
     for r in kept:
-        e = (r["step"] - 1) // steps_per_epoch if runs[-1][1] != "cgp" else r["epoch"]
+        e = (r["step"] - 1) // steps_per_epoch if by_step else r["epoch"]
         digest[e] = (digest.get(e, 0) + r["samples_digest"]) & MASK
         steps.setdefault(e, set()).add(r["step"])
     last = max(r["step"] for r in kept)
     bad = 0
     for e in sorted(digest):
         complete = (e + 1) * steps_per_epoch <= last
-        if runs[-1][1] != "cgp":
-            want = set(range(e * steps_per_epoch + 1, min(last, (e + 1) * steps_per_epoch) + 1))
-            missing = sorted(want - steps[e])
-        else:
-            missing = []
+        want = set(range(e * steps_per_epoch + 1, min(last, (e + 1) * steps_per_epoch) + 1)) if by_step else set()
+        missing = sorted(want - steps[e])
         ok = not missing and (digest[e] == full or not complete)
         bad += not ok
         print(f"epoch {e}: {'complete' if complete else 'partial'}, digest {'= every sample once' if digest[e] == full else 'differs'}"
