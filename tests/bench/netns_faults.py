@@ -9,15 +9,19 @@ injected on a random node at a random moment in [0.15, 0.75] x T0 (tests/cluster
   loss1     1% of the node's packets dropped       loss10   10% dropped (for the rest of the run)
   kill      the node's dptrain processes killed    freeze   its dptrain processes stopped (SIGSTOP)
 Per run: how it ended (rode it out / restarted / ended), seconds from the fault to the launcher's
-restart line (or to the end), the time lost against T0, processes left on any node (checked before the
-fault is undone), the data accounting across the restart (tests/cluster/accounting.py: every sample
-once per completed epoch), and the final test accuracy against the uninterrupted run's.
+restart line (or to the end), the time lost to the fault (after a restart: from the fault until training
+is back at the step it had reached, so detection, restart and the steps done again; otherwise the wall time
+against T0), the wall time against T0, processes left on any node (checked before the fault is undone), the
+data accounting across the restart (tests/cluster/accounting.py: every sample once per completed epoch),
+and the final test accuracy against the median of BASELINES uninterrupted runs (their spread is printed:
+CGP is asynchronous, so two uninterrupted runs differ).
 A benchmark: it prints a table and the per-run lines and asserts nothing.
 
   netns_faults.py DPTRAIN [--injections 10] [--kinds cut,cut-5s,loss1,loss10,kill,freeze]
                           [--strategies data,cgp,pipeline] [--seed 1] [--steps 469] [--nodes node0,...]
+                          [--baselines 3]
 """
-import argparse, json, os, random, signal, statistics, subprocess, sys, tempfile, threading, time
+import argparse, json, os, random, re, signal, statistics, subprocess, sys, tempfile, threading, time
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
@@ -35,6 +39,7 @@ ranks_per_node = 1
 [cluster.links]
 gbps = [0, 5, 2.5,  5, 0, 1,  2.5, 1, 0]
 """
+STEP_LINE = re.compile(r"step (\d+)/\d+ ")
 STRATEGY_SETS = {"data": [], "cgp": ["parallel.strategy=cgp"], "pipeline": ["parallel.strategy=pipeline"]}
 
 
@@ -57,7 +62,8 @@ def repair(name, st):
 
 
 def run(dptrain, st, out, sets, inject=None):
-    """One run on the cluster; inject = (seconds, callable). Returns wall, rc, stamped stderr lines, fault time."""
+    """One run on the cluster; inject = (seconds, callable).
+    Returns wall, rc, stamped stderr lines, fault time, stamped steps [(seconds, step)] from the progress lines."""
     cmd = [dptrain, "run", os.path.join(root, "configs", "quickstart.toml"), "--out", out, "--force"]
     for s in sets:
         cmd += ["--set", s]
@@ -65,11 +71,19 @@ def run(dptrain, st, out, sets, inject=None):
     env = {**os.environ, **st["env"]}
     start = time.time()
     p = subprocess.Popen(["ip", "netns", "exec", st["launcher"]["ns"], "unshare", "--uts", "--", "sh", "-c",
-                          'hostname launcher && exec "$@"', "sh", *cmd], env=env, stdout=subprocess.DEVNULL,
+                          'hostname launcher && exec "$@"', "sh", *cmd], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    lines = []
-    reader = threading.Thread(target=lambda: [lines.append((time.time() - start, l.rstrip())) for l in p.stderr])
-    reader.start()
+    lines, steps = [], []
+
+    def read_steps():
+        for line in p.stdout:
+            m = STEP_LINE.match(line)
+            if m:
+                steps.append((time.time() - start, int(m.group(1))))
+    readers = [threading.Thread(target=lambda: [lines.append((time.time() - start, l.rstrip())) for l in p.stderr]),
+               threading.Thread(target=read_steps)]
+    for r in readers:
+        r.start()
     at = None
     if inject:
         while p.poll() is None and time.time() - start < inject[0]:
@@ -82,8 +96,17 @@ def run(dptrain, st, out, sets, inject=None):
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait()
-    reader.join()
-    return time.time() - start, p.returncode, lines, at
+    for r in readers:
+        r.join()
+    return time.time() - start, p.returncode, lines, at, steps
+
+
+def back_at_step(steps, at, restarted_at):
+    """Seconds from the fault until a step line after the restart reaches the step last printed before it."""
+    before = [s for t, s in steps if t <= at]
+    reached = before[-1] if before else 0
+    back = [t for t, s in steps if t > restarted_at and s >= reached]
+    return back[0] - at if back else float("nan")
 
 
 def accuracy(out):
@@ -102,6 +125,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--steps", type=int, default=469)
     ap.add_argument("--nodes", default="node0,node1,node2", help="the nodes a fault may hit")
+    ap.add_argument("--baselines", type=int, default=3, help="uninterrupted runs per strategy")
     a = ap.parse_args()
     dptrain = os.path.abspath(a.dptrain)
     rng = random.Random(a.seed)
@@ -117,17 +141,23 @@ def main():
             sets = ["train.threads=1", "log.every=1", "log.progress=plain", f"train.steps={a.steps}",
                     "checkpoint.every=100", f"launch.wait_timeout={WAIT_TIMEOUT}", "launch.max_restarts=1",
                     "launch.ranks=3", *STRATEGY_SETS[strategy]]
-            base_out = f"{tmp}/{strategy}.base"
-            t0, rc, _, _ = run(dptrain, st, base_out, sets)
-            acc0 = accuracy(base_out)
-            print(f"# {strategy}: uninterrupted {t0:.1f} s, exit {rc}, accuracy {acc0:.4f}", flush=True)
+            bases = []
+            for b in range(a.baselines):
+                base_out = f"{tmp}/{strategy}.base{b}"
+                wall, rc, _, _, _ = run(dptrain, st, base_out, sets)
+                bases.append((wall, accuracy(base_out), rc))
+            t0 = statistics.median(w for w, _, _ in bases)
+            acc0 = statistics.median(acc for _, acc, _ in bases)
+            print(f"# {strategy}: uninterrupted, {a.baselines} runs: {t0:.1f} s median "
+                  f"({', '.join(f'{w:.1f}' for w, _, _ in bases)}), exits {[rc for _, _, rc in bases]}, accuracy "
+                  f"{acc0:.4f} median ({', '.join(f'{acc:.4f}' for _, acc, _ in bases)})", flush=True)
             for kind in a.kinds.split(","):
                 for i in range(a.injections):
                     node = rng.choice(a.nodes.split(","))
                     when = rng.uniform(0.15, 0.75) * t0
                     out = f"{tmp}/{strategy}.{kind}.{i}"
                     undo = []
-                    wall, rc, lines, at = run(dptrain, st, out, sets,
+                    wall, rc, lines, at, steps = run(dptrain, st, out, sets,
                                               (when, lambda: undo.append(fault(kind, name, node))))
                     left = netns_cluster.leftovers(st)
                     for u in undo:
@@ -147,7 +177,9 @@ def main():
                                           text=True)
                     how = ("restarted" if restart else "rode it out") if rc == 0 else f"ended (exit {rc})"
                     row = dict(strategy=strategy, kind=kind, node=node, at=at, wall=wall, rc=rc, how=how,
-                               detect=after if restart or rc != 0 else float("nan"), lost=wall - t0, left=len(left),
+                               detect=after if restart or rc != 0 else float("nan"), slower=wall - t0,
+                               lost=(back_at_step(steps, at, restart[0][0]) if restart and rc == 0 and at is not None
+                                     else wall - t0), left=len(left),
                                accounting=acct.returncode == 0, acc=accuracy(out) - acc0,
                                said=" | ".join(l for _, l in lines if "last heartbeat" in l or "dptrain: restart" in l
                                                or (rc != 0 and l is lines[-1][1])))
@@ -155,24 +187,27 @@ def main():
                     detect = "" if row["detect"] != row["detect"] else f"fault to restart/end {row['detect']:.1f} s; "
                     when_s = f"{at:5.1f}" if at is not None else "  end"
                     print(f"{strategy:8} {kind:6} {node} at {when_s} s: {how}; {detect}lost {row['lost']:+.1f} s; "
+                          f"wall {row['slower']:+.1f} s; "
                           f"left {row['left']}; accounting {'exact' if row['accounting'] else 'WRONG'}; "
                           f"accuracy {row['acc']:+.4f}\n    {row['said'][:600]}", flush=True)
     finally:
         netns_cluster.down(name)
     print("\nstrategy kind    runs finished restarted  fault->restart/end s (median / max)  time lost s (median / max)"
-          "  accounting exact  left  accuracy vs uninterrupted (median / worst)")
+          "  wall vs uninterrupted s (median / max)  accounting exact  left  accuracy vs uninterrupted (median / worst)")
     for strategy in a.strategies.split(","):
         for kind in a.kinds.split(","):
             rs = [r for r in rows if r["strategy"] == strategy and r["kind"] == kind]
             if not rs:
                 continue
             det = [r["detect"] for r in rs if r["detect"] == r["detect"]]
-            lost = [r["lost"] for r in rs]
+            lost = [r["lost"] for r in rs if r["lost"] == r["lost"]]
+            slower = [r["slower"] for r in rs]
             acc = [r["acc"] for r in rs if r["acc"] == r["acc"]]
             print(f"{strategy:8} {kind:7} {len(rs):4} {sum(r['rc'] == 0 for r in rs):8} "
                   f"{sum(r['how'] == 'restarted' for r in rs):9}  "
                   + (f"{statistics.median(det):8.1f} / {max(det):5.1f}" if det else f"{'-':>16}") + "              "
-                  + f"{statistics.median(lost):7.1f} / {max(lost):5.1f}          "
+                  + (f"{statistics.median(lost):7.1f} / {max(lost):5.1f}" if lost else f"{'-':>15}") + "          "
+                  + f"{statistics.median(slower):7.1f} / {max(slower):5.1f}                     "
                   + f"{sum(r['accounting'] for r in rs):3} of {len(rs):<3}   {sum(r['left'] for r in rs):4}  "
                   + (f"{statistics.median(acc):+.4f} / {max(acc, key=abs):+.4f}" if acc else "-"))
 
