@@ -186,8 +186,8 @@ _dptrain() {
       --profile) _dptrain_paths "$cur" any ;;
       *)
         if [[ $cur == -* ]]; then
-          COMPREPLY=($(compgen -W "--set --workers --seed --json --cluster --profile --profile-batch --stages
-            --micro-batches --device -h --help" -- "$cur"))
+          COMPREPLY=($(compgen -W "--set --workers --seed --json --compare --cluster --profile --profile-batch
+            --stages --micro-batches --device -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
         fi

@@ -116,6 +116,7 @@ complete -c dptrain -n '__fish_seen_subcommand_from estimate' -l image -x -d 'th
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l workers -x -d 'plan for N ranks drawn from the job\'s kinds'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l seed -x -d 'seed of the draw and the solvers'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l json -d 'the plan as one JSON object'
+complete -c dptrain -n '__fish_seen_subcommand_from plan' -l compare -d 'predict every strategy, rank them, say why'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l cluster -r -F -d 'plan on this cluster file'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l profile -r -F -d 'plan a pipeline from this layer profile'
 complete -c dptrain -n '__fish_seen_subcommand_from plan' -l profile-batch -x -d 'samples of a minibatch in the profile'

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "apps/dptrain/job_options.h"
+#include "apps/dptrain/timing.h"
 #include "lib/core/error.h"
 #include "lib/core/memory_meter.h"
 #include "lib/estimate/estimate.h"
@@ -58,56 +59,6 @@ std::optional<estimate::DeviceKind> device_of(const EstimateCommand& cmd) {
   return d;
 }
 
-// Whether this machine has a GPU the job would train on.
-bool gpu_here(const Job& job) {
-  try {
-    return choose_device(job).kind == DeviceKind::cuda;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-estimate::Timing timing_of(const EstimateCommand& cmd, const Job& job, const estimate::ModelFacts& facts,
-                           const std::optional<estimate::DeviceKind>& device) {
-  estimate::Timing t;
-  const int64_t share = std::max<int64_t>(1, job.train.global_batch / std::max<int64_t>(1, job.launch.ranks));
-  const int64_t micro = job.parallel.strategy == StrategyKind::pipeline ? profile_micro_batch(job) : share;
-  if (cmd.no_timing) return t;
-  if (!cmd.profile.empty()) {
-    if (!pipeline::is_block_profile(cmd.profile))
-      throw UsageError("--profile", cmd.profile + " is not a dptrain layer profile",
-                       "write one with 'dptrain profile --layers JOB --out FILE' (PipeDream's graphs have no "
-                       "update or fixed times)");
-    t.profile = pipeline::read_block_profile(cmd.profile);
-    if (t.profile->model != facts.describe)
-      throw ProfileError(cmd.profile, "a profile of " + t.profile->model + ", not of " + facts.describe,
-                         "profile this job's model: dptrain profile --layers JOB --out FILE");
-    t.basis = "layer profile " + cmd.profile + " (" + t.profile->device + ")";
-  } else if (device && (device->peak_tflops > 0 || device->memory_gbps > 0)) {
-    t.profile = estimate::roofline_profile(facts, *device, job.train.precision == Precision::bf16, micro);
-    t.basis = device->name + "'s peak rates (a lower bound)";
-  } else {
-    if (job.train.device == DeviceRequest::cuda && !gpu_here(job))
-      throw UsageError("--profile", "the job trains on GPUs and this machine has none to time its blocks on",
-                       "give --profile FILE (profile --layers on a GPU), --device NAME (peak rates) or --no-timing");
-    // Timing the blocks here builds the model: only one this machine can hold (its parameters, their
-    // gradients and two optimizer slots, as `run` checks).
-    const int64_t available = available_host_bytes();
-    constexpr int64_t kBytesPerParameter = 16;
-    if (available > 0 && facts.parameters > available / kBytesPerParameter)
-      throw UsageError("--profile",
-                       fmt::format("the model's {} parameters need at least {:.1f} GiB to time its blocks here, more "
-                                   "than the {:.1f} GiB this machine has available", facts.parameters,
-                                   double(facts.parameters) * kBytesPerParameter / double(1 << 30),
-                                   double(available) / double(1 << 30)),
-                       "give --device NAME (times from its peak rates), --profile FILE (profile --layers --device "
-                       "NAME --out FILE) or --no-timing");
-    t.profile = measure_block_profile(job, micro, 5, 2);
-    t.basis = "the blocks timed here (" + t.profile->device + ", " + std::to_string(micro) + " samples)";
-  }
-  return t;
-}
-
 int cmd_estimate(const EstimateCommand& cmd) {
   const double baseline = resident_now();
   const Job job = load_job(cmd.job.path, cmd.job.overrides, cmd.cluster_file);
@@ -116,7 +67,7 @@ int cmd_estimate(const EstimateCommand& cmd) {
   if (cmd.fit && !device)
     throw UsageError("--fit", "needs a device kind", "add --device NAME (or --device-memory GB)");
   const estimate::ModelFacts facts = estimate::model_facts(job);
-  const estimate::Timing timing = timing_of(cmd, job, facts, device);
+  const estimate::Timing timing = step_timing(job, facts, TimingSource{cmd.profile, device, cmd.no_timing});
   estimate::Options o;
   o.baseline_resident_bytes = baseline;
   // The ranks' device where the job runs: cuda as asked, auto as this machine resolves it.

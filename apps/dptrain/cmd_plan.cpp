@@ -21,6 +21,7 @@ int cmd_plan(const PlanCommand& cmd) {
   const Job job = cmd.device.empty() ? loaded
                   : estimate::with_device_memory(loaded, estimate::device_kind(cmd.device, "--device").memory_gb);
   for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
+  if (cmd.compare) return plan_compare(cmd, job);
   if (!cmd.profile.empty() || job.parallel.strategy == StrategyKind::pipeline) return plan_pipeline(cmd, job);
   if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0)
     throw UsageError(!cmd.stages.empty()       ? "--stages"
@@ -53,7 +54,10 @@ void register_plan(CLI::App& app, Invocation& call) {
       ->check(CLI::PositiveNumber)->type_name("N");
   auto* seed = cmd->add_option("--seed", opt->seed, "cgp, pipeline: seed of --workers' draw and of the solvers "
                                                     "(default: [job] seed)")->type_name("S");
-  cmd->add_flag("--json", opt->json, "cgp, pipeline: print the plan as one JSON object");
+  cmd->add_flag("--json", opt->json, "cgp, pipeline, --compare: print the plan as one JSON object");
+  cmd->add_flag("--compare", opt->compare, "predict every strategy that applies (data parallel with equal or I-DAT "
+                                           "shares, ring or MRA; CGP; the pipeline) on the same inputs, rank them "
+                                           "by time, and say what bounds each and why the winner wins");
   cmd->add_option("--cluster", opt->cluster_file, "plan on this cluster file's [cluster] instead of the job's")
       ->type_name("FILE");
   cmd->add_option("--profile", opt->profile,

@@ -22,12 +22,15 @@ struct PlanCommand {
   std::string stages;        // --stages: a partition to evaluate beside the planner's
   int64_t micro_batches = 0; // --micro-batches: M (0: the planner tries the divisors up to 64)
   std::string device;        // --device: every rank's device kind (its memory is each rank's)
+  bool compare = false;      // --compare: every strategy, ranked (plan_compare.cpp)
 };
 
 // [parallel] strategy = "data": the division of the global batch and MRA's gradient buckets.
 int plan_data(const Job& job);
 // [parallel] strategy = "cgp": the groups.
 int plan_cgp(const PlanCommand& cmd, const Job& job);
+// --compare: every strategy that applies, predicted on the same inputs and ranked.
+int plan_compare(const PlanCommand& cmd, const Job& job);
 // With --profile, or strategy "pipeline": stages, devices, micro-batches and recomputation.
 int plan_pipeline(const PlanCommand& cmd, const Job& job);
 

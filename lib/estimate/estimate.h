@@ -128,6 +128,9 @@ struct Estimate {
   double compute_s = 0, comm_s = 0, bubble_s = 0, update_s = 0;
   std::string bound;
   double samples_per_s = 0;
+  double staleness = 0;            // CGP: the model's largest staleness over the groups (updates landing
+                                   //   between a group's read and its write); 0 for synchronous strategies
+  double server_load = 0;          // CGP: offered load on the global model's server (> 1: saturated)
   int64_t steps_per_epoch = 0, total_steps = 0;
   double eval_s = 0;               // one evaluation of the test set on rank 0
   double epoch_s = 0, job_s = 0;

@@ -57,12 +57,19 @@ double block_probe_bytes(const Job& job, const ModelFacts& f, int64_t n) {
   return peak + f.fixed_bytes;
 }
 
+// CGP's model is linear in samples: seconds per sample at speed 1 of an equal share of the global batch
+// (the profile's per-micro-batch fixed times spread over the share, as a rank of the group runs them).
+double cgp_sample_seconds(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {
+  if (!t.profile) return 1e-3;  // memory only: any positive time gives the grouping's shape
+  const double share = std::max(1.0, double(job.train.global_batch) / double(c.size()));
+  return blocks_seconds(*t.profile, 0, int(facts.blocks.size()) - 1, share) / share;
+}
+
 cgp::Grouping job_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {
   const CgpSection& g = job.parallel.cgp;
   if (!g.groups.empty()) return cgp::Grouping(g.groups.begin(), g.groups.end());
-  const int last = int(facts.blocks.size()) - 1;
-  const double sample_s = t.profile ? blocks_seconds(*t.profile, 0, last, 1.0) : 1e-3;
-  return cgp::solve(c, cgp::job_workload(job, facts.parameters, sample_s), cgp::solve_options(job)).grouping;
+  return cgp::solve(c, cgp::job_workload(job, facts.parameters, cgp_sample_seconds(job, facts, c, t)),
+                    cgp::solve_options(job)).grouping;
 }
 
 }  // namespace
@@ -93,9 +100,11 @@ void cgp_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const 
     }
   }
   if (t.profile) {
-    const cgp::Prediction p = cgp::predict(c, cgp::job_workload(job, facts.parameters,
-                                           blocks_seconds(*t.profile, 0, int(facts.blocks.size()) - 1, 1.0)), grouping);
+    const cgp::Prediction p =
+        cgp::predict(c, cgp::job_workload(job, facts.parameters, cgp_sample_seconds(job, facts, c, t)), grouping);
     e.step_s = p.samples_per_s > 0 ? double(job.train.global_batch) / p.samples_per_s : 0.0;
+    e.staleness = p.max_staleness;
+    e.server_load = p.server_load;
     e.notes.push_back("cgp: step time = the global batch over the groups' predicted samples/s together");
   }
 }

@@ -133,6 +133,7 @@ def main():
     with open(f"{tmp}/cluster.toml", "w") as f:
         f.write(CLUSTER)
     name = f"nf{os.getpid() % 1000}"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the cluster comes down (finally) on kill too
     netns_cluster.up(f"{tmp}/cluster.toml", name)
     st = netns_cluster.load(name)
     rows = []
