@@ -21,7 +21,7 @@ int cmd_plan(const PlanCommand& cmd) {
   const Job job = cmd.device.empty() ? loaded
                   : estimate::with_device_memory(loaded, estimate::device_kind(cmd.device, "--device").memory_gb);
   for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
-  if (cmd.compare) return plan_compare(cmd, job);
+  if (cmd.compare || job.parallel.strategy == StrategyKind::automatic) return plan_compare(cmd, job);
   if (!cmd.profile.empty() || job.parallel.strategy == StrategyKind::pipeline) return plan_pipeline(cmd, job);
   if (!cmd.stages.empty() || cmd.micro_batches > 0 || cmd.profile_batch > 0)
     throw UsageError(!cmd.stages.empty()       ? "--stages"
@@ -33,6 +33,7 @@ int cmd_plan(const PlanCommand& cmd) {
     case StrategyKind::cgp: return plan_cgp(cmd, job);
     case StrategyKind::pipeline: return plan_pipeline(cmd, job);
     case StrategyKind::data: break;
+    case StrategyKind::automatic: break;  // compared above
   }
   if (cmd.workers > 0 || cmd.json || cmd.seed_given)
     throw UsageError(cmd.workers > 0 ? "--workers" : cmd.json ? "--json" : "--seed",

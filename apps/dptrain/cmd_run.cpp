@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "apps/dptrain/auto_strategy.h"
 #include "apps/dptrain/job_options.h"
 #include "apps/dptrain/launch_self.h"
 #include "apps/dptrain/restart.h"
@@ -51,13 +52,23 @@ RunLock hold_for_launch(const RunDir& dir, const LaunchSection& launch) {
 
 int launch(const RunCommand& cmd, ProcessArgs process) {
   std::vector<std::string> extra;
-  const Job job = job_as_launched(cmd.job, extra);
+  Job job = job_as_launched(cmd.job, extra);
   for (const JobWarning& w : job.warnings) std::fprintf(stderr, "dptrain: %s\n", w.line().c_str());
   const RunDir dir = run_dir_of(job, run_options(cmd));
   // A folder another run holds is refused before anything is checked or written; a new folder is made
   // (to hold it) only once the inputs are known to be good.
   std::optional<RunLock> lock;
   if (!cmd.dry_run && std::filesystem::is_directory(dir.root)) lock.emplace(hold_for_launch(dir, job.launch));
+  // strategy "auto": the comparison's winner (on --resume, the one this run chose before); the ranks get
+  // its overrides after the job's own.
+  std::optional<AutoChoice> chosen;
+  const bool automatic = job.parallel.strategy == StrategyKind::automatic;
+  if (automatic) {
+    if (cmd.resume) chosen = recorded_choice(job, dir);
+    if (!chosen) chosen = choose_strategy(job);
+    job = chosen->job;
+    for (const std::string& s : chosen->sets) extra.push_back("--set=" + s);
+  }
   const RunInputs inputs = check_run_inputs(job, run_options(cmd));
   if (inputs.finished) {  // --resume of a finished run: say so, change nothing
     std::printf("%s\n", inputs.finished->c_str());
@@ -66,6 +77,11 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
   // Machines that do not answer: one line before any rank starts or a new folder is made.
   if (!cmd.dry_run && !uses_srun(job.launch, this_host())) check_hosts_answer(job.launch, 10);
   if (!cmd.dry_run && !lock) lock.emplace(hold_for_launch(dir, job.launch));
+  if (chosen) {
+    std::fprintf(cmd.json ? stderr : stdout, "dptrain: %s\n", chosen->line.c_str());
+    std::fflush(cmd.json ? stderr : stdout);
+    if (!cmd.dry_run) record_choice(dir, *chosen);
+  }
   // mpirun gives ranks a pseudo-terminal, so only this process can tell whether output is a terminal.
   if (job.log.progress == ProgressMode::automatic)
     extra.push_back(::isatty(::fileno(cmd.json ? stderr : stdout)) ? "--set=log.progress=bar"
@@ -85,7 +101,7 @@ int launch(const RunCommand& cmd, ProcessArgs process) {
   for (const std::string& a : extra)
     if (a.starts_with("--set=log.progress=")) rank_flags.push_back(a);
   if (cmd.json) rank_flags.push_back("--json");
-  return restart_while_allowed(job, dir, status, end, rank_flags);
+  return restart_while_allowed(job, dir, status, end, rank_flags, automatic);
 }
 
 // A rank that ends the run with an error of its own says so in the run folder (failed.json), so that the
@@ -104,6 +120,10 @@ int run_rank(const RunCommand& cmd, ProcessArgs process) {
   std::optional<Job> loaded;
   try {
     const Job& job = loaded.emplace(load_job(cmd.job.path, cmd.job.overrides));
+    if (job.parallel.strategy == StrategyKind::automatic)
+      throw UsageError(job.source + " [parallel] strategy", "\"auto\" is chosen by dptrain run's launcher before ranks "
+                       "start; these ranks were started by another", "start the job with dptrain run (it starts the "
+                       "ranks), or name the strategy that dptrain plan JOB --compare picks");
     if (world->rank() == 0 && world->size() != job.launch.ranks)
       std::fprintf(stderr, "dptrain: note: running on %d ranks; the job's [launch] ranks is %lld\n", world->size(),
                    static_cast<long long>(job.launch.ranks));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "apps/dptrain/auto_strategy.h"
 #include "apps/dptrain/launch_self.h"
 #include "lib/core/error.h"
 #include "lib/core/stop_signal.h"
@@ -69,7 +70,7 @@ NextLaunch next_launch(const Job& job, const RunDir& dir, int attempt) {
 }  // namespace
 
 int restart_while_allowed(const Job& job, const RunDir& dir, int status, RunEnd end,
-                          const std::vector<std::string>& rank_flags) {
+                          const std::vector<std::string>& rank_flags, bool automatic) {
   Job current = job;
   namespace fs = std::filesystem;
   for (int attempt = 1;; ++attempt) {
@@ -77,15 +78,24 @@ int restart_while_allowed(const Job& job, const RunDir& dir, int status, RunEnd 
       return end.status;
     const std::string reason = why(status, current);
     NextLaunch next = next_launch(current, dir, attempt);
+    std::string chose;
+    if (automatic) {  // strategy "auto": chosen again on the ranks left
+      Job again = next.job;
+      again.parallel.strategy = StrategyKind::automatic;
+      const AutoChoice choice = choose_strategy(again);
+      record_choice(dir, choice);
+      next.job = choice.job;
+      chose = "; " + choice.line;
+    }
     const auto checkpoint = newest_checkpoint(dir.checkpoints());
     const std::string job_path = fs::absolute(fmt::format("{}/restarts/job-{}.toml", dir.root, attempt)).string();
     fs::create_directories(dir.root + "/restarts");
     write_file(job_path, job_to_toml(next.job));
-    std::fprintf(stderr, "dptrain: restart %d of %lld: %s; %s; from %s; ranks %lld -> %lld (job %s)\n", attempt,
+    std::fprintf(stderr, "dptrain: restart %d of %lld: %s; %s; from %s; ranks %lld -> %lld (job %s)%s\n", attempt,
                  static_cast<long long>(job.launch.max_restarts), reason.c_str(), next.machines.c_str(),
                  checkpoint ? checkpoint->c_str() : "the start (no checkpoint yet)",
                  static_cast<long long>(current.launch.ranks), static_cast<long long>(next.job.launch.ranks),
-                 job_path.c_str());
+                 job_path.c_str(), chose.c_str());
     std::error_code ignored;
     for (const std::string& f : {dir.stopped(), dir.heartbeat(), dir.failed()}) fs::remove(f, ignored);
     std::vector<std::string> args{"run", job_path, "--out", dir.root, checkpoint ? "--resume" : "--force"};

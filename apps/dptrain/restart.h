@@ -13,9 +13,10 @@
 namespace dp::app {
 
 // `status` and `end`: how the first launch of `job` into `dir` ended. `rank_flags`: arguments every
-// launch's ranks get besides the job, --out and --resume (progress style, --json). Returns the launcher's
-// exit status: the last launch's.
+// launch's ranks get besides the job, --out and --resume (progress style, --json). `automatic`: the job's
+// strategy was "auto" (`job` holds the choice): each restart chooses again for the ranks left. Returns
+// the launcher's exit status: the last launch's.
 int restart_while_allowed(const Job& job, const RunDir& dir, int status, RunEnd end,
-                          const std::vector<std::string>& rank_flags);
+                          const std::vector<std::string>& rank_flags, bool automatic);
 
 }  // namespace dp::app

@@ -106,6 +106,7 @@ void evaluate(Row& row, const estimate::ModelFacts& facts, const Cluster& c, con
     case StrategyKind::data: row.bound = data_bound(row, c); break;
     case StrategyKind::cgp: row.bound = cgp_bound(row); break;
     case StrategyKind::pipeline: row.bound = pipeline_bound(row); break;
+    case StrategyKind::automatic: break;  // candidates name their strategy
   }
   if (!row.fits)
     row.bound = fmt::format("memory: rank {} needs {:.1f} MB of buffers, its device has {:.1f} MB", row.peak_rank,

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "lib/balance/balance.h"
+#include "lib/core/error.h"
 #include "lib/estimate/estimate_internal.h"
 #include "lib/pipeline/plan_internal.h"
 
@@ -166,6 +167,10 @@ Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c,
     case StrategyKind::data: data_ranks(job, facts, c, t, e); break;
     case StrategyKind::cgp: detail::cgp_ranks(job, facts, c, t, e); break;
     case StrategyKind::pipeline: detail::pipeline_ranks(job, facts, c, t, e); break;
+    case StrategyKind::automatic:
+      throw UsageError(job.source + " [parallel] strategy", "\"auto\" is chosen when the run starts; the estimate is "
+                       "of one strategy", "compare them all with dptrain plan JOB --compare, or add --set "
+                       "parallel.strategy=data (cgp, pipeline)");
   }
   if (job.parallel.strategy != StrategyKind::pipeline) levers_note(job.train, e);
   std::sort(e.ranks.begin(), e.ranks.end(), [](const RankEstimate& a, const RankEstimate& b) { return a.rank < b.rank; });

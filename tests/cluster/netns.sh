@@ -6,7 +6,8 @@
 #     the same link, and the pairs' latency as it is (printed); its cluster file names the nodes;
 #  3. data parallelism (MRA) and a pipeline across the nodes, ranks started by mpirun over ssh, give the
 #     losses of one process (1e-4 relative); CGP across them trains to the end;
-#  4. a node cut for good with [launch] max_restarts = 1: the run restarts on the nodes left and finishes;
+#  4. a node cut for good with [launch] max_restarts = 1 under strategy "auto": the run restarts on the
+#     nodes left, chooses its strategy again for them, and finishes;
 #  5. no process of a run is left on any node, and the cluster is gone after (namespaces, bridge, hosts).
 # Usage: bash netns.sh PATH/TO/dptrain REPO_ROOT. Skipped (77) where namespaces cannot be made (not root).
 set -u
@@ -128,8 +129,9 @@ across pipeline "${GPT[@]}" --set parallel.strategy=pipeline --set 'parallel.pip
 across cgp "$REPO/configs/quickstart.toml" --set train.steps=30 --set parallel.strategy=cgp &&
   ok "CGP on three nodes trains to the end ($(grep -m1 -o 'groups[^;]*' "$TMP/cgp.nodes.log" | head -c 80))"
 
-# 4. A node lost for good (its link cut once the first checkpoint exists) under data parallelism with
-#    max_restarts = 1 and wait_timeout = 20: the run restarts on the two nodes left and finishes.
+# 4. A node lost for good (its link cut once the first checkpoint exists) under strategy "auto" with
+#    max_restarts = 1 and wait_timeout = 20: the run restarts on the two nodes left, chooses its strategy
+#    again for them (said on the restart line), and finishes.
 FAULTS="$REPO/tests/cluster/netns_faults.py"
 (
   for _ in $(seq 600); do
@@ -142,13 +144,15 @@ cutter=$!
 start=$(date +%s.%N)
 on_launcher "$DPTRAIN" run "${QUICK[@]}" --set train.steps=400 --set checkpoint.every=100 --set train.threads=1 \
   --set launch.ranks=3 --set "launch.hostfile=$STATE/hostfile" --set launch.wait_timeout=20 \
-  --set launch.max_restarts=1 --set log.progress=plain --out "$TMP/elastic" >"$TMP/elastic.log" 2>&1
+  --set launch.max_restarts=1 --set log.progress=plain --set parallel.strategy=auto --out "$TMP/elastic" \
+  >"$TMP/elastic.log" 2>&1
 rc=$?
 wait "$cutter"
 restart=$(grep -m1 "^dptrain: restart 1 of 1" "$TMP/elastic.log")
 steps=$($PY -c "import json, sys; s = json.load(open(sys.argv[1])); print(s['steps'], s['ranks'])" \
           "$TMP/elastic/summary.json" 2>/dev/null)
-if ((rc == 0)) && [[ $restart == *"node2 does not answer"*"ranks 3 -> 2"* && $steps == "400 2" ]]; then
+if ((rc == 0)) && [[ $restart == *"node2 does not answer"*"ranks 3 -> 2"*"strategy auto: "*" on 2 rank(s)"* &&
+      $steps == "400 2" ]]; then
   ok "node2 cut for good: restarted on node0, node1 and finished 400 steps on 2 ranks in $(awk -v a="$start" \
 -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s (${restart#dptrain: })"
 else
