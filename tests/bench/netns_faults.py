@@ -20,6 +20,7 @@ A benchmark: it prints a table and the per-run lines and asserts nothing.
   netns_faults.py DPTRAIN [--injections 10] [--kinds cut,cut-5s,loss1,loss10,kill,freeze]
                           [--strategies data,cgp,pipeline] [--seed 1] [--steps 469] [--nodes node0,...]
                           [--baselines 3]
+  netns_faults.py DPTRAIN --table LOG [LOG...]    the table of earlier runs' logs (parts of one campaign)
 """
 import argparse, json, os, random, re, signal, statistics, subprocess, sys, tempfile, threading, time
 
@@ -116,6 +117,47 @@ def accuracy(out):
         return float("nan")
 
 
+RUN_LINE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+) at\s+(\S+) s: ([^;]+); (?:fault to restart/end (\S+) s; )?lost (\S+) s; "
+                      r"wall (\S+) s; left (\d+); accounting (\S+); accuracy (\S+)")
+
+
+def rows_of_logs(paths):
+    """The per-run lines of earlier campaigns' logs, as rows (to put several parts into one table)."""
+    rows = []
+    for path in paths:
+        for line in open(path):
+            m = RUN_LINE.match(line)
+            if not m:
+                continue
+            strategy, kind, node, at, how, detect, lost, slower, left, acct, acc = m.groups()
+            rc = 0 if how in ("restarted", "rode it out") else int(re.search(r"exit (\d+)", how).group(1))
+            rows.append(dict(strategy=strategy, kind=kind, node=node, at=float(at), rc=rc, how=how,
+                             detect=float(detect) if detect else float("nan"), lost=float(lost),
+                             slower=float(slower), left=int(left), accounting=acct == "exact", acc=float(acc)))
+    return rows
+
+
+def print_table(rows, strategies, kinds):
+    print("\nstrategy kind    runs finished restarted  fault->restart/end s (median / max)  time lost s (median / max)"
+          "  wall vs uninterrupted s (median / max)  accounting exact  left  accuracy vs uninterrupted (median / worst)")
+    for strategy in strategies:
+        for kind in kinds:
+            rs = [r for r in rows if r["strategy"] == strategy and r["kind"] == kind]
+            if not rs:
+                continue
+            det = [r["detect"] for r in rs if r["detect"] == r["detect"]]
+            lost = [r["lost"] for r in rs if r["lost"] == r["lost"]]
+            slower = [r["slower"] for r in rs]
+            acc = [r["acc"] for r in rs if r["acc"] == r["acc"]]
+            print(f"{strategy:8} {kind:7} {len(rs):4} {sum(r['rc'] == 0 for r in rs):8} "
+                  f"{sum(r['how'] == 'restarted' for r in rs):9}  "
+                  + (f"{statistics.median(det):8.1f} / {max(det):5.1f}" if det else f"{'-':>16}") + "              "
+                  + (f"{statistics.median(lost):7.1f} / {max(lost):5.1f}" if lost else f"{'-':>15}") + "          "
+                  + f"{statistics.median(slower):7.1f} / {max(slower):5.1f}                     "
+                  + f"{sum(r['accounting'] for r in rs):3} of {len(rs):<3}   {sum(r['left'] for r in rs):4}  "
+                  + (f"{statistics.median(acc):+.4f} / {max(acc, key=abs):+.4f}" if acc else "-"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dptrain")
@@ -126,7 +168,13 @@ def main():
     ap.add_argument("--steps", type=int, default=469)
     ap.add_argument("--nodes", default="node0,node1,node2", help="the nodes a fault may hit")
     ap.add_argument("--baselines", type=int, default=3, help="uninterrupted runs per strategy")
+    ap.add_argument("--table", nargs="+", metavar="LOG", help="print only the table of these logs' runs")
     a = ap.parse_args()
+    if a.table:
+        rows = rows_of_logs(a.table)
+        seen = lambda key: list(dict.fromkeys(r[key] for r in rows))  # noqa: E731
+        print_table(rows, seen("strategy"), seen("kind"))
+        return
     dptrain = os.path.abspath(a.dptrain)
     rng = random.Random(a.seed)
     tmp = tempfile.mkdtemp(prefix="netns-faults.")
@@ -193,25 +241,7 @@ def main():
                           f"accuracy {row['acc']:+.4f}\n    {row['said'][:600]}", flush=True)
     finally:
         netns_cluster.down(name)
-    print("\nstrategy kind    runs finished restarted  fault->restart/end s (median / max)  time lost s (median / max)"
-          "  wall vs uninterrupted s (median / max)  accounting exact  left  accuracy vs uninterrupted (median / worst)")
-    for strategy in a.strategies.split(","):
-        for kind in a.kinds.split(","):
-            rs = [r for r in rows if r["strategy"] == strategy and r["kind"] == kind]
-            if not rs:
-                continue
-            det = [r["detect"] for r in rs if r["detect"] == r["detect"]]
-            lost = [r["lost"] for r in rs if r["lost"] == r["lost"]]
-            slower = [r["slower"] for r in rs]
-            acc = [r["acc"] for r in rs if r["acc"] == r["acc"]]
-            print(f"{strategy:8} {kind:7} {len(rs):4} {sum(r['rc'] == 0 for r in rs):8} "
-                  f"{sum(r['how'] == 'restarted' for r in rs):9}  "
-                  + (f"{statistics.median(det):8.1f} / {max(det):5.1f}" if det else f"{'-':>16}") + "              "
-                  + (f"{statistics.median(lost):7.1f} / {max(lost):5.1f}" if lost else f"{'-':>15}") + "          "
-                  + f"{statistics.median(slower):7.1f} / {max(slower):5.1f}                     "
-                  + f"{sum(r['accounting'] for r in rs):3} of {len(rs):<3}   {sum(r['left'] for r in rs):4}  "
-                  + (f"{statistics.median(acc):+.4f} / {max(acc, key=abs):+.4f}" if acc else "-"))
-
+    print_table(rows, a.strategies.split(","), a.kinds.split(","))
 
 if __name__ == "__main__":
     main()
