@@ -15,9 +15,9 @@ struct PlanCommand {
   int64_t workers = 0;       // --workers: plan CGP for this many ranks drawn from the job's kinds
   uint64_t seed = 0;         // --seed: of the draw and the solvers (seed_given false: [job] seed)
   bool seed_given = false;
-  bool json = false;         // --json: one JSON object instead of the text (cgp, pipeline)
+  bool json = false;         // --json: one JSON object instead of the text
   std::string cluster_file;  // --cluster: plan on this cluster file's [cluster] instead of the job's
-  std::string profile;       // --profile: a layer profile; plans a pipeline
+  std::string profile;       // --profile: a layer profile (step times), or PipeDream's graph (a pipeline)
   double profile_batch = 0;  // --profile-batch: samples the profile's times are for (0: global batch)
   std::string stages;        // --stages: a partition to evaluate beside the planner's
   int64_t micro_batches = 0; // --micro-batches: M (0: the planner tries the divisors up to 64)
@@ -26,12 +26,12 @@ struct PlanCommand {
 };
 
 // [parallel] strategy = "data": the division of the global batch and MRA's gradient buckets.
-int plan_data(const Job& job);
+int plan_data(const PlanCommand& cmd, const Job& job);
 // [parallel] strategy = "cgp": the groups.
 int plan_cgp(const PlanCommand& cmd, const Job& job);
 // --compare: every strategy that applies, predicted on the same inputs and ranked.
 int plan_compare(const PlanCommand& cmd, const Job& job);
-// With --profile, or strategy "pipeline": stages, devices, micro-batches and recomputation.
+// Strategy "pipeline", or PipeDream's graph.txt: stages, devices, micro-batches and recomputation.
 int plan_pipeline(const PlanCommand& cmd, const Job& job);
 
 }  // namespace dp::app

@@ -1,15 +1,19 @@
 // `dptrain plan JOB.toml` for [parallel] strategy = "data": the division of the global batch among the
 // ranks (I-DAT's first division from the job's speeds, and the one emulated slowdowns call for), the
-// gradient buckets of MRA over the job's model, and each rank's buffers against its device's memory (a job
-// that does not fit is refused with the smallest pipeline that does). No MPI; the model is never built.
+// gradient buckets of MRA over the job's model, each rank's buffers against its device's memory (a job
+// that does not fit is refused with the smallest pipeline that does), and the step estimate's model
+// predicts (plan_prediction.h); as text or, --json, one object. No MPI; the model is built only to time
+// its blocks when no --profile or --device gives times.
 #include <fmt/format.h>
 
 #include <cstdio>
 
 #include "apps/dptrain/plan.h"
+#include "apps/dptrain/plan_prediction.h"
 #include "lib/balance/balance.h"
 #include "lib/balance/job_balance.h"
 #include "lib/core/error.h"
+#include "lib/core/json.h"
 #include "lib/data/dataset.h"
 #include "lib/estimate/estimate.h"
 #include "lib/measure/pipeline_plan.h"
@@ -29,20 +33,21 @@ void print_division(const char* title, const std::vector<int64_t>& shares, const
 }
 
 // MRA's buckets over the job's model's shape (the data decides the model's input and output sizes; the
-// model is not built).
-void print_buckets(const Job& job) {
-  const DatasetSplits data = load_dataset(job.data, job.job.seed);
-  const ModelShape model = model_shape(job.model, data.train.shape());
+// model is not built): the ranges the hooks announce as training slices them. None for plain allreduce.
+std::vector<ParamRange> job_buckets(const Job& job, const ModelShape& model) {
+  const auto& c = job.parallel.comm;
+  if (c.algorithm != CommAlgorithm::mra) return {};
+  return plan_buckets(model.hook_ranges(hook_slice_floats(grad_sync_options(c))), model.parameters,
+                      int64_t(c.bucket_mb * 1e6), int64_t(c.first_bucket_mb * 1e6));
+}
+
+void print_buckets(const Job& job, const ModelShape& model, const std::vector<ParamRange>& buckets) {
   const auto& c = job.parallel.comm;
   std::printf("model: %s\ngradients: %s", model.describe.c_str(), name_of(c.algorithm).c_str());
   if (c.algorithm != CommAlgorithm::mra) {
     std::printf(" (one allreduce per layer after backward, full update on every rank)\n");
     return;
   }
-  // The ranges the hooks announce as training slices them.
-  const auto buckets = plan_buckets(model.hook_ranges(hook_slice_floats(grad_sync_options(c))), model.parameters,
-                                    int64_t(c.bucket_mb * 1e6),
-                                    int64_t(c.first_bucket_mb * 1e6));
   std::printf(" (%zu bucket(s) in backward order, overlap %s, sharded update %s)\n", buckets.size(),
               !c.overlap ? "off" : buckets.size() > 1 ? "on" : "off: one bucket, nothing to overlap",
               c.sharded_update ? "on" : "off");
@@ -95,21 +100,45 @@ void print_memory(const std::vector<estimate::RankEstimate>& ranks) {
 
 }  // namespace
 
-int plan_data(const Job& job) {
+int plan_data(const PlanCommand& cmd, const Job& job) {
   const std::vector<estimate::RankEstimate> memory = check_memory(job);
   const int ranks = int(job.launch.ranks);
   const int64_t batch = job.train.global_batch;
-  std::printf("job %s: %d rank(s), global batch %lld, division %s\n", job.job.name.c_str(), ranks,
-              (long long)batch, name_of(job.parallel.balance.mode).c_str());
+  const DatasetSplits data = load_dataset(job.data, job.job.seed);
+  const ModelShape model = model_shape(job.model, data.train.shape());
+  const std::vector<ParamRange> buckets = job_buckets(job, model);
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  const OneModel predicted = one_model(job, facts, plan_timing(cmd, job, facts));
 
   const std::vector<double> equal_speeds(size_t(ranks), 1.0);
   const BalanceOptions o = balance_options(job, ranks);
   const bool known = job.parallel.balance.mode == BalanceMode::idat && !o.initial_speeds.empty();
+  const std::vector<int64_t> first = Balancer(o, ranks).shares(batch);
+  const std::vector<double>& first_speeds = known ? o.initial_speeds : equal_speeds;
+  if (cmd.json) {
+    std::string bucket_list, rank_list;
+    for (const ParamRange& b : buckets)
+      bucket_list += fmt::format("{}[{}, {}]", bucket_list.empty() ? "" : ", ", b.offset, b.end());
+    for (size_t r = 0; r < memory.size(); ++r)
+      rank_list += fmt::format("{}{{\"rank\": {}, \"share\": {}, \"speed\": {:.6g}, \"bytes\": {:.0f}, "
+                               "\"activation_bytes\": {:.0f}, \"memory_bytes\": {:.0f}}}", r ? ", " : "",
+                               memory[r].rank, first[r], first_speeds[r], memory[r].memory.total(),
+                               memory[r].memory.activations, memory[r].memory_limit_bytes);
+    std::printf("{\"job\": %s, \"model\": %s, \"ranks\": %d, \"global_batch\": %lld, \"division\": %s, "
+                "\"gradients\": %s, \"buckets\": [%s], \"per_rank\": [%s], \"predicted\": %s}\n",
+                json_quoted(job.job.name).c_str(), json_quoted(model.describe).c_str(), ranks, (long long)batch,
+                json_quoted(name_of(job.parallel.balance.mode)).c_str(),
+                json_quoted(name_of(job.parallel.comm.algorithm)).c_str(), bucket_list.c_str(), rank_list.c_str(),
+                one_model_json(predicted).c_str());
+    return 0;
+  }
+  std::printf("job %s: %d rank(s), global batch %lld, division %s\n", job.job.name.c_str(), ranks,
+              (long long)batch, name_of(job.parallel.balance.mode).c_str());
   print_division(!known ? "first division (equal; I-DAT, when on, measures the speeds from the first step;\n"
                           "  `dptrain profile --compute` measures them beforehand):"
                  : job.parallel.balance.speeds.empty() ? "first division (from the speeds [cluster] describes):"
                                                        : "first division (from [parallel.balance] speeds):",
-                 Balancer(o, ranks).shares(batch), known ? o.initial_speeds : equal_speeds);
+                 first, first_speeds);
   const auto& slow = job.cluster.emulate.slowdown;
   if (!slow.empty()) {
     std::vector<double> emulated;
@@ -119,9 +148,9 @@ int plan_data(const Job& job) {
     if (job.parallel.balance.mode == BalanceMode::idat)
       print_division("and I-DAT would converge to:", divide_batch(batch, emulated, 1, o.max_share), emulated);
   }
-
-  print_buckets(job);
+  print_buckets(job, model, buckets);
   print_memory(memory);
+  std::fputs(one_model_text(predicted).c_str(), stdout);
   return 0;
 }
 

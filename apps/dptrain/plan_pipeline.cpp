@@ -9,8 +9,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "apps/dptrain/plan.h"
+#include "apps/dptrain/plan_prediction.h"
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
@@ -35,6 +37,7 @@ std::vector<int64_t> micro_batch_counts(const PlanCommand& cmd, const Job& job) 
 struct Profiled {
   std::string path;             // "" when the job's blocks are timed now
   bool chain = true;            // PipeDream's profile is a chain
+  bool dptrain_format = true;   // a dptrain layer profile (false: PipeDream's graph.txt)
   double batch = 0;             // samples of a minibatch in its times
   pipeline::BlockProfile ours;  // dptrain's (empty for PipeDream's)
   pipeline::Workload workload;
@@ -62,6 +65,7 @@ Profiled read_profile(const PlanCommand& cmd, const Job& job) {
     pipedream = pipeline::read_pipedream_graph(cmd.profile);
   }
   p.chain = pipedream.chain;
+  p.dptrain_format = ours;
   p.batch = ours                    ? double(p.ours.micro_batch)
             : cmd.profile_batch > 0 ? cmd.profile_batch
                                     : double(job.train.global_batch);
@@ -88,16 +92,16 @@ void check_untied(const Profiled& p, const Job& job) {
 }
 
 // The plan shown, with how it was chosen and how long that took: the run's (from_job) or the planner's.
-void choose_plan(const Job& job, const pipeline::Workload& w, const Cluster& c, uint64_t seed,
+void choose_plan(const Job& job, const pipeline::Workload& w, const Cluster& c, uint64_t seed, bool ours,
                  pipeline::PlanReport& r) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (r.from_job) {
+  if (ours) {  // as the run (and estimate) choose it: the job's stages and recomputation, or the planner's
     Job planned_job = job;
     planned_job.job.seed = seed;
     PipelineChoice choice = choose_pipeline_plan(planned_job, w, c);
     r.planned = std::move(choice.result);
     r.warnings = std::move(choice.warnings);
-    r.how = "the run's, " + choice.how;
+    r.how = (r.from_job ? "the run's, " : "") + choice.how;
   } else {
     pipeline::PlanOptions o;
     o.seed = seed;
@@ -123,13 +127,14 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   check_untied(p, job);
   pipeline::PlanReport r;
   r.from_job = from_job;
-  choose_plan(job, w, c, seed, r);
+  const bool ours = p.dptrain_format;
+  choose_plan(job, w, c, seed, ours, r);
   if (!cmd.stages.empty())
     r.given = pipeline::best_given_stages(cmd.stages, w, c, "--stages", [&](pipeline::Plan plan) {
       return pipeline::finish_plan(w, c, std::move(plan));
     });
   r.naive = pipeline::naive_plan(w, c);
-  r.data_parallel = pipeline::data_parallel_plan(w, c);
+  r.one_stage = pipeline::data_parallel_plan(w, c);
   r.job = job.job.name;
   r.profile_source = !p.path.empty() ? p.path : fmt::format("the blocks timed now at {} samples", p.ours.micro_batch);
   r.blocks = w.blocks.size();
@@ -138,7 +143,23 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   r.global_batch = job.train.global_batch;
   r.ranks = c.size();
   r.cluster = c.describe();
-  std::fputs((cmd.json ? pipeline::plan_json(r) : pipeline::plan_text(r)).c_str(), stdout);
+  // Estimate's prediction of the job on the same times (a dptrain profile of the job's own cluster).
+  std::optional<OneModel> predicted;
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  if (ours && cmd.workers == 0 && p.ours.model == facts.describe) {
+    estimate::Timing timing;
+    timing.basis = p.path.empty() ? r.profile_source : "layer profile " + p.path + " (" + p.ours.device + ")";
+    timing.profile = p.ours;
+    predicted = one_model(job, facts, timing);
+  }
+  if (cmd.json) {
+    std::string json = pipeline::plan_json(r);
+    if (predicted) json.erase(json.find_last_of('}')) += ",\"predicted\":" + one_model_json(*predicted) + "}\n";
+    std::fputs(json.c_str(), stdout);
+  } else {
+    std::fputs(pipeline::plan_text(r).c_str(), stdout);
+    if (predicted) std::fputs(one_model_text(*predicted).c_str(), stdout);
+  }
   return 0;
 }
 

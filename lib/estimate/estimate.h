@@ -163,6 +163,11 @@ MemoryTerms data_parallel_memory(const Job& job, const ModelFacts& facts, int64_
 // that is more than the job's ranks, the smallest pipeline that fits.
 Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, const DeviceKind& d);
 
+// CGP's compute time: seconds per sample at speed 1 ([cluster] sample_rate when the job gives one, as the
+// run groups with it; else an equal share of the global batch timed by `t`'s profile, its per-micro-batch
+// fixed times spread over the share). Every CGP prediction (estimate, plan, plan --compare) reads this.
+double cgp_sample_seconds(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t);
+
 std::string estimate_text(const Estimate& e);
 std::string estimate_json(const Estimate& e);
 

@@ -14,6 +14,18 @@
 #include "lib/pipeline/plan_internal.h"
 #include "lib/measure/pipeline_plan.h"
 
+namespace dp::estimate {
+
+// CGP's model is linear in samples (estimate.h).
+double cgp_sample_seconds(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {
+  if (job.cluster.sample_rate > 0) return 1.0 / job.cluster.sample_rate;
+  if (!t.profile) return 1e-3;  // memory only: any positive time gives the grouping's shape
+  const double share = std::max(1.0, double(job.train.global_batch) / double(c.size()));
+  return detail::blocks_seconds(*t.profile, 0, int(facts.blocks.size()) - 1, share) / share;
+}
+
+}  // namespace dp::estimate
+
 namespace dp::estimate::detail {
 
 double checkpoint_piece_bytes(const Job& job, double param_bytes, int replicas) {
@@ -55,14 +67,6 @@ double block_probe_bytes(const Job& job, const ModelFacts& f, int64_t n) {
     std::swap(a, b);
   }
   return peak + f.fixed_bytes;
-}
-
-// CGP's model is linear in samples: seconds per sample at speed 1 of an equal share of the global batch
-// (the profile's per-micro-batch fixed times spread over the share, as a rank of the group runs them).
-double cgp_sample_seconds(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {
-  if (!t.profile) return 1e-3;  // memory only: any positive time gives the grouping's shape
-  const double share = std::max(1.0, double(job.train.global_batch) / double(c.size()));
-  return blocks_seconds(*t.profile, 0, int(facts.blocks.size()) - 1, share) / share;
 }
 
 cgp::Grouping job_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {

@@ -303,7 +303,7 @@ PlanResult naive_plan(const Workload& w, const Cluster& c) {
 }
 
 PlanResult data_parallel_plan(const Workload& w, const Cluster& c) {
-  PlanResult r = best_over_micro_batches(w, c, "data parallel", [&](int64_t M, Plan& plan) {
+  PlanResult r = best_over_micro_batches(w, c, "one stage", [&](int64_t M, Plan& plan) {
     plan = detail::data_parallel_at(w, c, M);
     return !plan.stages.empty();
   });

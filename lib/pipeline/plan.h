@@ -161,7 +161,7 @@ PlanResult plan_heuristic(const Workload& w, const Cluster& c, int64_t micro_bat
 
 // Baselines under the same model, each at its best candidate micro-batch count with the cheapest fitting
 // recomputation: `naive` (min(blocks, ranks) stages of equal block counts, ranks in order, one each) and
-// `data parallel` (one stage of every block on every rank).
+// `one stage` (every block on every rank: data parallelism as a pipeline of one stage).
 PlanResult naive_plan(const Workload& w, const Cluster& c);
 PlanResult data_parallel_plan(const Workload& w, const Cluster& c);
 // `stages` stages on equal runs of the devices taken fastest first (ties in rank order; d / stages each,

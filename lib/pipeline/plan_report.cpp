@@ -65,7 +65,7 @@ std::string comparison_text(const PlanReport& r) {
   out += summary_row(r.from_job ? "run's plan" : "planner", r.planned);
   if (r.given) out += summary_row("--stages", *r.given);
   out += summary_row("naive", r.naive);
-  out += summary_row("data parallel", r.data_parallel);
+  out += summary_row("one stage", r.one_stage);
   // The others that fit as ratios of samples/s; those that do not, named after.
   std::string ratios, misfits;
   auto versus = [&](const char* name, const char* plan, const PlanResult& b) {
@@ -76,7 +76,7 @@ std::string comparison_text(const PlanReport& r) {
       misfits += fmt::format("{}{}", misfits.empty() ? "" : " and ", plan);
   };
   versus("the naive plan's", "the naive plan", r.naive);
-  versus("data parallelism's", "data parallelism", r.data_parallel);
+  versus("one stage's", "one stage", r.one_stage);
   if (r.given) versus("the given stages'", "the given stages", *r.given);
   const char* ours = r.from_job ? "the run's plan's" : "the planner's";
   out += "verdict: " + (ratios.empty() ? "" : fmt::format("{} samples/s are {}", ours, ratios)) +
@@ -155,11 +155,11 @@ std::string plan_text(const PlanReport& r) {
 std::string plan_json(const PlanReport& r) {
   return printf_string(
       "{\"job\":%s,\"profile\":%s,\"blocks\":%zu,\"chain\":%s,\"profile_batch\":%.9g,\"global_batch\":%lld,"
-      "\"ranks\":%d,\"cluster\":%s,\"planning_s\":%.6g,\"plan\":%s,\"naive\":%s,\"data_parallel\":%s,"
+      "\"ranks\":%d,\"cluster\":%s,\"planning_s\":%.6g,\"plan\":%s,\"naive\":%s,\"one_stage\":%s,"
       "\"given\":%s}\n",
       json_quoted(r.job).c_str(), json_quoted(r.profile_source).c_str(), r.blocks, r.chain ? "true" : "false",
       r.profile_batch, (long long)r.global_batch, r.ranks, json_quoted(r.cluster).c_str(), r.planning_s,
-      result_json(r.planned).c_str(), result_json(r.naive).c_str(), result_json(r.data_parallel).c_str(),
+      result_json(r.planned).c_str(), result_json(r.naive).c_str(), result_json(r.one_stage).c_str(),
       r.given ? result_json(*r.given).c_str() : "null");
 }
 

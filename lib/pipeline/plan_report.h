@@ -1,7 +1,8 @@
 // What `dptrain plan` shows for a pipeline: the planner's (or the run's) stages, devices, micro-batches
 // and recomputation with their predicted times and memory, beside the naive plan (equal block counts,
-// ranks in order), data parallelism and a user's --stages under the same model; as text (a comparison,
-// a verdict, then a table per plan) or as one JSON object.
+// ranks in order), one stage on every rank (data parallelism as a pipeline runs it, micro-batches
+// accumulated; `dptrain estimate` predicts the data strategy) and a user's --stages under the same model;
+// as text (a comparison, a verdict, then a table per plan) or as one JSON object.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,7 @@ struct PlanReport {
   bool from_job = false;       // the plan a run of the job trains with (no --profile)
   std::string how;             // "the planner's (exact)", "the run's, [parallel.pipeline] stages"
   std::vector<std::string> warnings;
-  PlanResult planned, naive, data_parallel;
+  PlanResult planned, naive, one_stage;
   std::optional<PlanResult> given;  // --stages
 };
 

@@ -46,7 +46,7 @@ if "$DPTRAIN" profile --layers "$ROOT/configs/gpt.toml" "${G175[@]}" --device h2
   grep -q "from the device's peak rates" "$TMP/profile.out" || fail "profile --layers --device: no roofline header"
   grep -q '^ *97 head' "$TMP/profile.out" || fail "profile --layers --device: not 98 blocks"
   if "$DPTRAIN" plan "$ROOT/configs/gpt.toml" "${G175[@]}" --set launch.ranks=64 --profile "$TMP/h200.toml" \
-       --device h200 --json >"$TMP/plan.json" 2>"$TMP/plan.err"; then
+       --set parallel.strategy=pipeline --device h200 --json >"$TMP/plan.json" 2>"$TMP/plan.err"; then
     $PY - "$TMP/plan.json" <<'PY' || fail "plan of the 175 B GPT on 64 H200s: not a fitting plan"
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -58,7 +58,7 @@ PY
   fi
   # On 8 H200s nothing fits (2.78 TB of training state): refused in one line naming the smallest pipeline.
   "$DPTRAIN" plan "$ROOT/configs/gpt.toml" "${G175[@]}" --set launch.ranks=8 --profile "$TMP/h200.toml" \
-    --device h200 >"$TMP/small.out" 2>"$TMP/small.err"
+    --set parallel.strategy=pipeline --device h200 >"$TMP/small.out" 2>"$TMP/small.err"
   rc=$?
   if ((rc != 2)) || (($(wc -l <"$TMP/small.err") != 1)) ||
      ! grep -Eq "the smallest pipeline that fits takes [0-9]+ devices like rank 0 \(141 GB\): [0-9]+ stages" "$TMP/small.err"; then

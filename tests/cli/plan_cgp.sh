@@ -147,15 +147,27 @@ assert any(g["held_s"] > 0 for g in p["groups"]), p
 else
   fail "two unequal groups under staleness 1: $(cat held.err)"
 fi
-bad "--json with strategy data" --json --json --set parallel.strategy=data
+bad "--workers with strategy data" --workers --workers 8 --set parallel.strategy=data
 bad "a fixed grouping of 6 ranks for 512 workers" --workers --workers 512 --set 'parallel.cgp.groups=[0, 0, 0, 1, 1, 1]'
 
-# 4. Strategy data: the division and the buckets, as before.
+# 4. Strategy data: the division, the buckets and the predicted step (the blocks timed here); --json too.
 if "$DPTRAIN" plan job.toml --set parallel.strategy=data >data.txt 2>data.err &&
-  grep -q "^first division" data.txt && grep -q "^gradients: mra" data.txt && ! grep -q "groups" data.txt; then
-  pass "strategy data prints the division and the buckets"
+  grep -q "^first division" data.txt && grep -q "^gradients: mra" data.txt && ! grep -q "groups" data.txt &&
+  grep -Eq "^predicted by estimate's model .*: step [0-9.]+ ms .*, [0-9]+ samples/s" data.txt; then
+  pass "strategy data prints the division, the buckets and the predicted step"
 else
   fail "strategy data: $(cat data.err) $(cat data.txt)"
+fi
+if "$DPTRAIN" plan job.toml --set parallel.strategy=data --json >data.json 2>data.err &&
+  python3 -c '
+import json, sys
+p = json.load(open("data.json"))
+assert p["gradients"] == "mra" and p["buckets"] and len(p["per_rank"]) == p["ranks"], p
+assert sum(r["share"] for r in p["per_rank"]) == p["global_batch"], p
+assert p["predicted"]["samples_per_s"] > 0 and p["predicted"]["step_s"] > 0, p'; then
+  pass "strategy data --json: shares, buckets, memory per rank and the prediction"
+else
+  fail "strategy data --json: $(cat data.err) $(head -c 600 data.json)"
 fi
 
 echo "# $((failures == 0 ? 1 : 0)) passed, $((failures == 0 ? 0 : 1)) failed ($failures failing check(s))"

@@ -4,9 +4,11 @@
 # profile written once (so every command reads the same times):
 #   1. the table lists the six candidates, marks a winner and says why; --json is one object whose rows
 #      are ranked by time;
-#   2. one prediction per strategy: for every row, `dptrain estimate --json` of the job with the row's
-#      overrides gives the same samples/s to the printed digits;
-#   3. bad input exits 2 with one stderr line: --compare on a one-rank job, with --workers or --stages.
+#   2. one prediction per strategy: for every row, `dptrain estimate --json` and `dptrain plan --json` (the
+#      strategy's own view: division and buckets, CGP's groups, the pipeline's stages) of the job with the
+#      row's overrides give the same samples/s to the printed digits, and plan's text prints it;
+#   3. bad input exits 2 with one stderr line: --compare on a one-rank job, with --workers or --stages, on a
+#      cluster file whose sizes disagree with the ranks; a pipeline's --stages for a data-parallel job.
 # Usage: bash plan_compare.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "${1:?usage: plan_compare.sh DPTRAIN REPO_ROOT}")
@@ -65,6 +67,14 @@ while IFS=$'\t' read -r name want sets; do
     { fail "estimate for '$name' failed: $(cat err.txt)"; continue; }
   [[ $got == "$want" ]] && pass "$name: estimate and --compare agree ($got samples/s)" ||
     fail "$name: estimate says $got samples/s, --compare $want"
+  got=$("$DPTRAIN" plan "$JOB" "${SETS[@]}" --cluster lab.toml --profile profile.toml "${extra[@]}" --json \
+        2>err.txt | python3 -c 'import json, sys; print("%.6g" % json.load(sys.stdin)["predicted"]["samples_per_s"])') ||
+    { fail "plan --json for '$name' failed: $(cat err.txt)"; continue; }
+  [[ $got == "$want" ]] && pass "$name: plan and --compare agree ($got samples/s)" ||
+    fail "$name: plan says $got samples/s, --compare $want"
+  "$DPTRAIN" plan "$JOB" "${SETS[@]}" --cluster lab.toml --profile profile.toml "${extra[@]}" >plan.txt 2>err.txt &&
+    grep -q "^predicted by estimate's model .*, $(printf %.0f "$want") samples/s" plan.txt ||
+    fail "$name: plan's text does not end with the prediction: $(tail -3 plan.txt) $(cat err.txt)"
 done < <(python3 - cmp.json <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["rows"]:
@@ -84,6 +94,10 @@ bad() {
 bad "--compare on one rank" "nothing to compare" "$JOB" "${SETS[@]}" --set launch.ranks=1 --profile profile.toml --compare
 bad "--compare with --workers" "--workers" "$JOB" "${SETS[@]}" --profile profile.toml --compare --workers 64
 bad "--compare with --stages" "--stages" "$JOB" "${SETS[@]}" --profile profile.toml --compare --stages 0-3,4-7
+bad "a cluster file of 4 ranks for 3" "kind_counts: adds up to 4 ranks, but launch.ranks is 3" \
+  "$JOB" "${SETS[@]}" --set launch.ranks=3 --cluster lab.toml --profile profile.toml --compare
+bad "--stages for a data-parallel job" "strategy is data.*parallel.strategy=pipeline" \
+  "$JOB" "${SETS[@]}" --profile profile.toml --stages 0-1,2-3
 
 [[ $failures == 0 ]] && echo "all passed" || echo "$failures failure(s)"
 exit $((failures > 0))

@@ -11,8 +11,8 @@
 #   5. `profile --layers --out` writes a layer profile of the job's own model that plan reads;
 #   6. bad input exits 2 with one stderr line naming the problem: stages that leave blocks out, overlap,
 #      run past the last block or take more devices than there are, a profile line with a negative time
-#      (FILE:LINE, both formats), micro-batches that do not divide the batch, --stages without --profile,
-#      --profile-batch with a dptrain profile, --layers without a job.
+#      (FILE:LINE, both formats), micro-batches that do not divide the batch, --stages for a data-parallel
+#      job, --profile-batch with a dptrain profile, --layers without a job.
 # Usage: bash plan_pipeline.sh PATH/TO/dptrain REPO_ROOT
 set -u
 
@@ -64,7 +64,7 @@ EOF
 if "$DPTRAIN" plan job.toml --profile "$PROFILE" --stages "0-10,11-21" >plan.txt 2>plan.err; then
   missing=""
   for want in "pipeline of 22 blocks" "plan: the planner's (exact)" "verdict: the planner's samples/s are" "planner's stages" \
-    "--stages (M =" "naive" "data parallel"; do
+    "--stages (M =" "naive" "one stage"; do
     grep -qF -- "$want" plan.txt || missing+=" '$want'"
   done
   [[ -z $missing ]] && pass "text plan shows the comparison, the verdict and the stages" ||
@@ -91,7 +91,7 @@ for s in plan["stages"]:
     for peak, mem in zip(s["peak_bytes"], s["memory_bytes"]):
         assert mem == 0 or peak <= mem, (peak, mem)
 assert expect == 22
-for other in ("naive", "data_parallel"):
+for other in ("naive", "one_stage"):
     if p[other]["feasible"]:
         assert plan["samples_per_s"] >= p[other]["samples_per_s"] * (1 - 1e-9), (other, p[other]["samples_per_s"])
 print(plan["samples_per_s"] / p["naive"]["samples_per_s"])
@@ -151,7 +151,7 @@ ranks = 2
 EOF
 if "$DPTRAIN" profile --layers mlp.toml --batch 8 --steps 3 --out layers.toml >layers.txt 2>layers.err &&
   grep -q '^\[profile\]' layers.toml && [[ $(grep -c '^\[\[block\]\]' layers.toml) == 5 ]] &&
-  "$DPTRAIN" plan mlp.toml --profile layers.toml --json >mlp_plan.json 2>mlp_plan.err &&
+  "$DPTRAIN" plan mlp.toml --profile layers.toml --set parallel.strategy=pipeline --json >mlp_plan.json 2>mlp_plan.err &&
   python3 -c '
 import json; p = json.load(open("mlp_plan.json"))
 assert p["blocks"] == 5 and p["profile_batch"] == 8 and p["plan"]["feasible"], p'; then
@@ -186,11 +186,13 @@ grep -q -- '-7.197' negative.txt || fail "the test's profile edit did not apply"
 line=$(grep -n -- '-7.197' negative.txt | head -1 | cut -d: -f1)
 bad "a negative time in the profile" "negative.txt:$line:" --profile negative.txt
 bad "micro-batches not dividing the batch" "do not divide the global batch of 128" --profile "$PROFILE" --micro-batches 3
-bad "--stages without --profile" "needs a layer profile" --stages "0-3"
+bad "--stages for a data-parallel job" "add --set parallel.strategy=pipeline" --stages "0-3"
 bad "a missing cluster file" "six-missing.toml" --profile "$PROFILE" --cluster six-missing.toml
-bad "--profile-batch with a dptrain profile" "is for PipeDream's profiles" --profile layers.toml --profile-batch 4
+bad "--profile-batch with a dptrain profile" "is for PipeDream's profiles" --profile layers.toml --profile-batch 4 \
+  --set parallel.strategy=pipeline
 { cat layers.toml; echo "shares_weights_with = 0"; } >tied.toml
-bad "a head sharing the embedding's weights" "shares its weights with block 0" --profile tied.toml
+bad "a head sharing the embedding's weights" "shares its weights with block 0" --profile tied.toml \
+  --set parallel.strategy=pipeline
 sed '0,/backward_ms = /s/backward_ms = /backward_ms = -/' layers.toml >negative.toml
 line=$(grep -n 'backward_ms = -' negative.toml | head -1 | cut -d: -f1)
 bad "a negative time in a dptrain profile" "negative.toml:$line:" --profile negative.toml

@@ -28,7 +28,7 @@ PlanReport report(bool with_given) {
   r.how = "the planner's (exact)";
   r.planned = plan_pipeline(w, c);
   r.naive = naive_plan(w, c);
-  r.data_parallel = data_parallel_plan(w, c);
+  r.one_stage = data_parallel_plan(w, c);
   if (with_given) r.given = finish_plan(w, c, parse_stages("0-1,2-4", w, c, 2, "--stages"));
   return r;
 }
@@ -43,7 +43,7 @@ BOOST_AUTO_TEST_CASE(text_compares_then_tables) {
   BOOST_TEST(text.starts_with("job five: pipeline of 5 blocks from layers.toml (a chain), times for minibatches of 8 "
                               "samples; global batch 8\ncluster: "));
   BOOST_TEST(has(text, "\n1F1B with a flush per mini-batch; plan: the planner's (exact), 0.125 s\n"));
-  for (const char* row : {"\n  planner ", "\n  --stages ", "\n  naive ", "\n  data parallel "})
+  for (const char* row : {"\n  planner ", "\n  --stages ", "\n  naive ", "\n  one stage "})
     BOOST_TEST(has(text, row), row);
   BOOST_TEST(has(text, "verdict: the planner's samples/s are "));
   BOOST_TEST(has(text, "x the given stages'"));
@@ -69,6 +69,6 @@ BOOST_AUTO_TEST_CASE(json_has_every_plan) {
                               "\"profile_batch\":8,\"global_batch\":8,\"ranks\":3,"));
   BOOST_TEST(has(json, "\"planning_s\":0.125,\"plan\":{\"method\":"));
   BOOST_TEST(has(json, ",\"naive\":{\"method\":\"naive\""));
-  BOOST_TEST(has(json, ",\"data_parallel\":{\"method\":\"data parallel\""));
+  BOOST_TEST(has(json, ",\"one_stage\":{\"method\":\"one stage\""));
   BOOST_TEST(json.ends_with(",\"given\":null}\n"));
 }
