@@ -154,6 +154,14 @@ void split_step(const Job& job, Estimate& e) {
 
 }  // namespace
 
+double replica_compute_seconds(const Job& job, const ModelFacts& facts, const pipeline::BlockProfile& p, double n) {
+  return detail::replica_seconds(job, facts, p, n);
+}
+
+double model_update_seconds(const ModelFacts& facts, const pipeline::BlockProfile& p) {
+  return detail::update_seconds(p, 0, int(facts.blocks.size()) - 1);
+}
+
 Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
                       const Options& o) {
   Estimate e;

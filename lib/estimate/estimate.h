@@ -168,6 +168,14 @@ Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, con
 // fixed times spread over the share). Every CGP prediction (estimate, plan, plan --compare) reads this.
 double cgp_sample_seconds(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t);
 
+// The model's pieces a simulator replays (lib/sim/job.cpp): a data-parallel rank's forward and backward
+// of n samples at speed 1 (in [train] micro_batch parts, recomputing as [train] recompute says), the
+// optimizer's update of the whole model at speed 1, and CGP's grouping ([parallel.cgp] groups, else its
+// solver's on `c`).
+double replica_compute_seconds(const Job& job, const ModelFacts& facts, const pipeline::BlockProfile& p, double n);
+double model_update_seconds(const ModelFacts& facts, const pipeline::BlockProfile& p);
+std::vector<int> cgp_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t);
+
 std::string estimate_text(const Estimate& e);
 std::string estimate_json(const Estimate& e);
 

@@ -184,3 +184,11 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
 }
 
 }  // namespace dp::estimate::detail
+
+namespace dp::estimate {
+
+std::vector<int> cgp_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {
+  return cgp::normalized(detail::job_grouping(job, facts, c, t));
+}
+
+}  // namespace dp::estimate

@@ -1,0 +1,97 @@
+// A discrete-event simulator of training steps, on the cost inputs the analytical models read
+// (lib/estimate for data parallelism, lib/cgp for CGP's groups and server, lib/pipeline for a plan's
+// stages), with what those closed forms average away: every rank's compute varies (noise per operation,
+// a random walk of its slowness per step, a slow window that may move from rank to rank, as
+// [cluster.emulate] emulates them); I-DAT re-divides the batch from the times it observes (the runtime's
+// own Balancer, lib/balance); links are priced per ring phase with contention (flows leaving or entering
+// one node share its link); a pipeline plays its 1F1B schedule every mini-batch (lib/pipeline/schedule.h);
+// CGP's groups cycle asynchronously against one server whose interface takes pushes one at a time (a
+// FIFO queue), and the staleness of every update is counted as it lands.
+//
+// Granularity (what keeps 10,000 workers fast): one event per rank's compute of a step, per group cycle
+// and server request, per pipeline operation; a ring collective of n ranks is 2(n-1) phases that each
+// move the same chunk over the same edges, so its phase is priced once (the slowest edge under
+// contention) and the collective is one event of 2(n-1) phases. CGP's staleness bound (a group held back
+// rather than land too stale) is not simulated: the solver's groupings meet it in the model.
+//
+// Pure and seeded: the same inputs and seed give the same result, bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "lib/balance/balance.h"
+#include "lib/cgp/cgp.h"
+#include "lib/cluster/cluster.h"
+#include "lib/core/rng.h"
+#include "lib/pipeline/plan.h"
+
+namespace dp::sim {
+
+// How compute times vary.
+struct Variability {
+  double noise = 0;              // every operation's time times exp(noise x N(0,1)) (0: exact)
+  double random_walk = 0;        // per step, each rank's log slowness walks with this deviation (kept >= 1)
+  int64_t fluctuate_rank = -1;   // this rank is slowed by fluctuate_factor during steps [from, to)
+  int64_t fluctuate_from = 0, fluctuate_to = 0;
+  double fluctuate_factor = 1;
+  int64_t fluctuate_move_every = 0;  // > 0: the slowness passes to the next rank every this many steps
+};
+
+// The slowness factor (>= 1) of every rank at every step: a seeded stream, the same for every strategy
+// simulated with the same seed (so strategies are compared under the same fluctuations).
+class Slowness {
+ public:
+  Slowness(const Variability& v, int ranks, uint64_t seed);
+  const std::vector<double>& at(int64_t step);  // steps asked in increasing order
+  double noise();                               // one operation's factor
+ private:
+  Variability v_;
+  std::vector<double> log_walk_, factor_;
+  int64_t step_ = -1;
+  Rng rng_;
+};
+
+// Seconds of one ring phase over `ring` (in ring order) moving `chunk_bytes` on every edge at once: the
+// slowest edge, where k flows leaving or entering one node share its link (k x the edge's time).
+double ring_phase_seconds(const Cluster& c, const std::vector<int>& ring, double chunk_bytes);
+// A ring allreduce of `bytes`: 2(k-1) phases of bytes / k.
+double ring_allreduce_seconds(const Cluster& c, const std::vector<int>& ring, double bytes);
+
+struct Result {
+  std::vector<double> step_s;   // every step's time (CGP: the global batch over its samples/s in the
+                                //   window of that step); pipeline: every mini-batch
+  double median_step_s = 0, mean_step_s = 0;
+  double samples_per_s = 0;     // samples over the simulated time
+  double max_staleness = 0, mean_staleness = 0;  // CGP: updates landing between a group's read and write
+  int64_t events = 0;
+};
+
+// Data parallelism: every rank computes its share, then the gradient exchange after backward, then the
+// update; the step ends with the slowest rank.
+struct DataSpec {
+  std::function<double(int64_t samples)> compute_s;  // forward + backward of n samples at speed 1
+  int64_t global_batch = 0;
+  BalanceOptions balance;       // mode equal: fixed equal shares; idat: the runtime's Balancer
+  double gradient_bytes = 0;    // 4 x parameters
+  bool mra_overlap = false;     // MRA: buckets reduce-scattered during backward
+  double bucket_bytes = 0;      // MRA's last bucket
+  bool overlap_forward = false; // MRA: the all-gather runs into the next forward
+  double update_s = 0;          // the optimizer's update of the whole model (divided among sharded ranks)
+  bool sharded = false;
+};
+Result simulate_data(const Cluster& c, const DataSpec& spec, const Variability& v, int64_t steps, uint64_t seed);
+
+// CGP: groups of `grouping` under `workload` (lib/cgp's model terms: batch, I-DAT or equal shares inside,
+// the ring allreduce, the exchange's pushes and pull, the all-gather after it).
+Result simulate_cgp(const Cluster& c, const cgp::Workload& w, const cgp::Grouping& grouping, const Variability& v,
+                    int64_t steps, uint64_t seed);
+
+// A pipeline plan with its model's per-stage times (pipeline::evaluate): every mini-batch the 1F1B
+// schedule played with each stage's forward and backward times varied (its slowest replica), then the
+// stages' allreduces and updates.
+Result simulate_pipeline(const Cluster& c, const pipeline::Plan& plan, const pipeline::Prediction& p,
+                         int64_t global_batch, const Variability& v, int64_t steps, uint64_t seed);
+
+}  // namespace dp::sim
