@@ -180,14 +180,14 @@ _dptrain() {
   elif [[ $sub == plan ]]; then
     case $prev in
       --set) _dptrain_set_arg "$cur" ;;
-      --workers | --seed | --profile-batch | --stages | --micro-batches) ;;
+      --workers | --seed | --profile-batch | --stages | --micro-batches | --noise) ;;
       --device) COMPREPLY=($(compgen -W "h200 h100 a100-80 a100-40 l40s v100 rtx4090" -- "$cur")) ;;
       --cluster) _dptrain_paths "$cur" toml ;;
-      --profile) _dptrain_paths "$cur" any ;;
+      --profile | --plot) _dptrain_paths "$cur" any ;;
       *)
         if [[ $cur == -* ]]; then
-          COMPREPLY=($(compgen -W "--set --workers --seed --json --compare --cluster --profile --profile-batch
-            --stages --micro-batches --device -h --help" -- "$cur"))
+          COMPREPLY=($(compgen -W "--set --workers --plot --noise --seed --json --compare --cluster --profile
+            --profile-batch --stages --micro-batches --device -h --help" -- "$cur"))
         else
           _dptrain_paths "$cur" toml
         fi

@@ -18,6 +18,9 @@ namespace dp::app {
 namespace {
 
 int cmd_plan(const PlanCommand& cmd) {
+  if ((!cmd.plot.empty() || cmd.noise != 0.05) && (!cmd.compare || cmd.worker_counts.empty()))
+    throw UsageError(!cmd.plot.empty() ? "--plot" : "--noise", "is for --compare --workers N[,N...]",
+                     "add --compare --workers 16,64,256");
   const Job loaded = load_job(cmd.job.path, cmd.job.overrides, cmd.cluster_file);
   // --device: every rank's memory is the kind's.
   const Job job = cmd.device.empty() ? loaded
@@ -50,9 +53,15 @@ void register_plan(CLI::App& app, Invocation& call) {
                                          "PipeDream's graph.txt as --profile), and its predicted step; or compare "
                                          "every strategy (--compare)");
   add_job_options(*cmd, opt->job);
-  cmd->add_option("--workers", opt->workers,
-                  "cgp, pipeline: plan for N ranks drawn from the job's device kinds (default: the job's ranks)")
-      ->check(CLI::PositiveNumber)->type_name("N");
+  cmd->add_option("--workers", opt->worker_counts,
+                  "cgp, pipeline: plan for N ranks drawn from the job's device kinds (default: the job's ranks); "
+                  "--compare: simulate every strategy at each N of a list, N[,N...]")
+      ->delimiter(',')->check(CLI::PositiveNumber)->type_name("N[,N...]");
+  cmd->add_option("--plot", opt->plot, "--compare --workers: write samples/s against workers per strategy as an "
+                                       "SVG chart")->type_name("FILE.svg");
+  cmd->add_option("--noise", opt->noise, "--compare --workers: the simulator's variation of each operation's time "
+                                         "(a log-normal sigma; default 0.05)")
+      ->check(CLI::Range(0.0, 2.0))->type_name("SIGMA");
   auto* seed = cmd->add_option("--seed", opt->seed, "cgp, pipeline: seed of --workers' draw and of the solvers "
                                                     "(default: [job] seed)")->type_name("S");
   cmd->add_flag("--json", opt->json, "print the plan as one JSON object");
@@ -79,6 +88,10 @@ void register_plan(CLI::App& app, Invocation& call) {
                   "l40s, v100, rtx4090)")->type_name("NAME");
   cmd->callback([opt, seed, &call] {
     opt->seed_given = seed->count() > 0;
+    if (!opt->compare && opt->worker_counts.size() > 1)
+      throw UsageError("--workers", "a list of worker counts is for --compare (how each strategy scales)",
+                       "give one count, or add --compare");
+    if (opt->worker_counts.size() == 1) opt->workers = opt->worker_counts.front();
     call.status = cmd_plan(*opt);
   });
 }

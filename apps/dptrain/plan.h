@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "apps/dptrain/commands.h"
 #include "lib/job/job.h"
@@ -12,7 +13,10 @@ namespace dp::app {
 
 struct PlanCommand {
   JobArgs job;
-  int64_t workers = 0;       // --workers: plan CGP for this many ranks drawn from the job's kinds
+  int64_t workers = 0;       // --workers N: plan CGP or a pipeline for N ranks drawn from the job's kinds
+  std::vector<int64_t> worker_counts;  // --workers N[,N...]: with --compare, simulate each strategy at each
+  std::string plot;          // --plot: with --compare --workers, an SVG chart of samples/s against workers
+  double noise = 0.05;       // --noise: the simulator's per-operation variation
   uint64_t seed = 0;         // --seed: of the draw and the solvers (seed_given false: [job] seed)
   bool seed_given = false;
   bool json = false;         // --json: one JSON object instead of the text

@@ -7,8 +7,11 @@
 #   2. one prediction per strategy: for every row, `dptrain estimate --json` and `dptrain plan --json` (the
 #      strategy's own view: division and buckets, CGP's groups, the pipeline's stages) of the job with the
 #      row's overrides give the same samples/s to the printed digits, and plan's text prints it;
-#   3. bad input exits 2 with one stderr line: --compare on a one-rank job, with --workers or --stages, on a
-#      cluster file whose sizes disagree with the ranks; a pipeline's --stages for a data-parallel job.
+#   3. --compare --workers 4,16: every strategy predicted and simulated at both sizes (the simulator within
+#      a third of the model), --plot an SVG chart with a line per strategy;
+#   4. bad input exits 2 with one stderr line: --compare on a one-rank job, with --stages, on a cluster file
+#      whose sizes disagree with the ranks; a pipeline's --stages for a data-parallel job; a list of
+#      --workers without --compare; --plot without --workers.
 # Usage: bash plan_compare.sh PATH/TO/dptrain REPO_ROOT
 set -u
 DPTRAIN=$(realpath "${1:?usage: plan_compare.sh DPTRAIN REPO_ROOT}")
@@ -83,7 +86,29 @@ for r in json.load(open(sys.argv[1]))["rows"]:
 PY
 )
 
-# 3. Bad input: one line, exit 2.
+# 3. How each strategy scales: --workers N[,N...] predicts and simulates every candidate at each size;
+#    --plot writes an SVG chart with one line per strategy.
+if "$DPTRAIN" plan "$JOB" "${SETS[@]}" --cluster lab.toml --profile profile.toml --compare --workers 4,16 --json \
+     --plot scale.svg >scale.json 2>err.txt &&
+  python3 - scale.json scale.svg <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+points = d["points"]
+assert len(points) == 12 and {p["workers"] for p in points} == {4, 16}, points
+for p in points:
+    assert p["planned"] and p["predicted_samples_per_s"] > 0 and p["simulated_samples_per_s"] > 0, p
+    # The simulator replays the model's inputs: within a third of it at these sizes.
+    assert 0.67 < p["simulated_samples_per_s"] / p["predicted_samples_per_s"] < 1.5, p
+lines = [e for e in ET.parse(sys.argv[2]).iter() if e.tag.endswith("polyline")]
+assert len(lines) == 6, len(lines)
+PY
+then
+  pass "--compare --workers 4,16: every strategy predicted and simulated at both sizes; --plot draws six lines"
+else
+  fail "--compare --workers: $(cat err.txt) $(head -c 400 scale.json)"
+fi
+
+# 4. Bad input: one line, exit 2.
 bad() {
   local what=$1 want=$2; shift 2
   "$DPTRAIN" plan "$@" >out.txt 2>err.txt
@@ -92,7 +117,8 @@ bad() {
   else fail "$what: exit $rc, stderr: $(cat err.txt)"; fi
 }
 bad "--compare on one rank" "nothing to compare" "$JOB" "${SETS[@]}" --set launch.ranks=1 --profile profile.toml --compare
-bad "--compare with --workers" "--workers" "$JOB" "${SETS[@]}" --profile profile.toml --compare --workers 64
+bad "a list of --workers without --compare" "--workers" "$JOB" "${SETS[@]}" --profile profile.toml --workers 4,8
+bad "--plot without --workers" "--plot" "$JOB" "${SETS[@]}" --profile profile.toml --compare --plot x.svg
 bad "--compare with --stages" "--stages" "$JOB" "${SETS[@]}" --profile profile.toml --compare --stages 0-3,4-7
 bad "a cluster file of 4 ranks for 3" "kind_counts: adds up to 4 ranks, but launch.ranks is 3" \
   "$JOB" "${SETS[@]}" --set launch.ranks=3 --cluster lab.toml --profile profile.toml --compare
