@@ -127,7 +127,8 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   check_untied(p, job);
   pipeline::PlanReport r;
   r.from_job = from_job;
-  const bool ours = p.dptrain_format;
+  // The run's own plan, or a dptrain profile on the job's own ranks: as the run (and estimate) choose it.
+  const bool ours = from_job || (p.dptrain_format && cmd.workers == 0);
   choose_plan(job, w, c, seed, ours, r);
   if (!cmd.stages.empty())
     r.given = pipeline::best_given_stages(cmd.stages, w, c, "--stages", [&](pipeline::Plan plan) {

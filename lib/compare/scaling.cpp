@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "lib/core/error.h"
@@ -28,8 +29,10 @@ Job job_at(const Job& job, int64_t workers, uint64_t seed) {
     c.speeds.push_back(r.speed);
     if (memory) c.memory_gb.push_back(r.memory_gb);
   }
-  // Keys that name the job's own ranks.
-  c.emulate.slowdown.clear();
+  // Keys that name the job's own ranks: an emulated slowdown every rank shares stays every rank's.
+  const std::vector<double>& slow = job.cluster.emulate.slowdown;
+  const bool uniform = !slow.empty() && std::all_of(slow.begin(), slow.end(), [&](double f) { return f == slow[0]; });
+  c.emulate.slowdown = uniform ? std::vector<double>(size_t(workers), slow[0]) : std::vector<double>{};
   if (c.emulate.memory_gb.size() > 1) c.emulate.memory_gb.clear();
   if (c.emulate.fluctuate_rank >= workers) c.emulate.fluctuate_rank = -1;
   j.parallel.cgp.groups.clear();

@@ -33,7 +33,9 @@ struct Scaling {
   std::string timing_basis;
 };
 
-// The job at `workers` ranks drawn from its kinds (per-rank keys that name the job's ranks dropped).
+// The job at `workers` ranks drawn from its kinds; per-rank keys that name the job's own ranks are
+// dropped ([parallel.cgp] groups, stages, balance speeds, a slowdown that differs between ranks; one
+// every rank shares is kept for every rank).
 // Throws UsageError (--workers) for a links matrix, which describes only the job's own ranks.
 Job job_at(const Job& job, int64_t workers, uint64_t seed);
 
