@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "lib/core/error.h"
 #include "lib/pipeline/plan_internal.h"
@@ -115,6 +116,35 @@ void evaluate(Row& row, const estimate::ModelFacts& facts, const Cluster& c, con
 
 bool usable(const Row& r) { return r.planned && r.fits && r.time_s > 0; }
 
+// A data-parallel row whose ranks do not fit, with the memory levers estimate models: [train] micro_batch
+// (each share run in parts of that many samples, gradients accumulated) and recompute = "all" (each block
+// keeps only its input and runs its forward again in backward). The fastest setting that fits replaces
+// the row; none fitting leaves it as it is.
+void with_levers(Row& row, const estimate::ModelFacts& facts, const Cluster& c, const estimate::Timing& timing,
+                 int64_t steps) {
+  if (!row.planned || row.fits || row.candidate.job.parallel.strategy != StrategyKind::data) return;
+  int64_t share = 1;
+  for (const estimate::RankEstimate& r : row.estimate.ranks) share = std::max(share, r.samples);
+  std::optional<Row> best;
+  for (const char* recompute : {"none", "all"})
+    for (int64_t micro = recompute == std::string("all") ? share : share / 2; micro >= 1; micro /= 2) {
+      std::vector<std::string> levers{fmt::format("train.micro_batch={}", micro == share ? 0 : micro),
+                                      std::string("train.recompute=") + recompute};
+      estimate::ModelFacts levered = facts;  // rank 0 evaluates at most a micro-batch at once (facts.cpp)
+      if (micro < share) levered.eval_chunk = std::min(levered.eval_chunk, micro);
+      Row r;
+      r.candidate = make(row.candidate.job,
+                         row.candidate.name + (micro < share ? fmt::format(", micro-batches of {}", micro) : "") +
+                             (recompute == std::string("all") ? ", recomputing" : ""),
+                         levers);
+      r.candidate.sets = row.candidate.sets;
+      r.candidate.sets.insert(r.candidate.sets.end(), levers.begin(), levers.end());
+      evaluate(r, levered, c, timing, steps);
+      if (usable(r) && (!best || r.time_s < best->time_s)) best = std::move(r);
+    }
+  if (best) row = std::move(*best);
+}
+
 std::string why_text(const Comparison& c) {
   if (c.winner < 0) return "nothing fits: every strategy's plan failed or a rank's buffers exceed its memory";
   const Row& w = c.rows[size_t(c.winner)];
@@ -140,7 +170,9 @@ std::vector<Candidate> candidates(const Job& job) {
                           std::string("parallel.comm.algorithm=") + comm}));
   out.push_back(make(job, "CGP, solver's groups, I-DAT inside",
                      {"parallel.strategy=cgp", "parallel.balance.mode=idat", "parallel.cgp.groups=[]"}));
-  out.push_back(make(job, "pipeline, planner's plan", {"parallel.strategy=pipeline"}));
+  // A pipeline's stages have their own micro-batches and recomputation ([parallel.pipeline]).
+  out.push_back(make(job, "pipeline, planner's plan",
+                     {"parallel.strategy=pipeline", "train.micro_batch=0", "train.recompute=none"}));
   return out;
 }
 
@@ -159,6 +191,7 @@ Comparison compare_strategies(const Job& job, const estimate::ModelFacts& facts,
     Row row;
     row.candidate = std::move(cand);
     evaluate(row, facts, cluster, timing, c.steps);
+    with_levers(row, facts, cluster, timing, c.steps);
     c.rows.push_back(std::move(row));
   }
   std::stable_sort(c.rows.begin(), c.rows.end(), [](const Row& a, const Row& b) {

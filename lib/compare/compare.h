@@ -1,9 +1,10 @@
 // Which way to train on this cluster (`dptrain plan JOB --compare`): every strategy that applies to a job
 // (data parallelism with equal or I-DAT shares and ring or MRA synchronisation, with the memory levers of
-// [train] micro_batch and recompute when a rank would not fit; CGP with its solver's grouping; the
-// pipeline planner's plan), each predicted by the one model `dptrain estimate` uses (lib/estimate) on the
-// same inputs, ranked by predicted time to the job's end at the accuracy a synchronous run reaches, with
-// the resource that bounds each and why the winner wins. Pure: no MPI, no clocks but the solvers' limits.
+// [train] micro_batch and recompute when a rank would not fit: the fastest setting that fits; CGP with
+// its solver's grouping; the pipeline planner's plan), each predicted by the one model `dptrain
+// estimate` uses (lib/estimate) on the same inputs, ranked by predicted time to the job's end at the
+// accuracy a synchronous run reaches, with the resource that bounds each and why the winner wins. Pure:
+// no MPI, no clocks but the solvers' limits.
 //
 // CGP trades accuracy for speed: its updates land on a global model that other groups changed since
 // they read it. The comparison charges it more steps for the same accuracy, a factor 1 + kappa x s, s

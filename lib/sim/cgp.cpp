@@ -2,8 +2,9 @@
 // slowest member's compute of its share, varied, then the ring allreduce over its members), then
 // exchanges with the global model's server: the server's interface serves one group's exchange at a
 // time (first come, first served; the members' pushes, then the model pulled back, as lib/cgp's model
-// charges it), the update is applied when the runtime's hold allows, and the members all-gather. An update's staleness is the number of other groups' updates applied since
-// the group last read the global model. The terms are lib/cgp's (model.cpp, state.cpp).
+// charges it), the update is applied when the runtime's hold allows, and the members all-gather. An
+// update's staleness is the number of other groups' updates applied since the group last read the
+// global model. The terms are lib/cgp's (model.cpp, state.cpp).
 #include <algorithm>
 #include <numeric>
 #include <queue>

@@ -22,7 +22,8 @@ Variability job_variability(const Job& job, double noise) {
 
 Result simulate_job(const Job& job, const estimate::ModelFacts& facts, const Cluster& c, const estimate::Timing& t,
                     const Variability& v, int64_t steps, uint64_t seed) {
-  if (!t.profile) throw UsageError("--profile", "a simulation needs step times", "give --profile FILE or --device NAME");
+  if (!t.profile)
+    throw UsageError("--profile", "a simulation needs step times", "give --profile FILE or --device NAME");
   const pipeline::BlockProfile& profile = *t.profile;
   switch (job.parallel.strategy) {
     case StrategyKind::data: {

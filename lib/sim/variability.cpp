@@ -20,7 +20,8 @@ const std::vector<double>& Slowness::at(int64_t step) {
       slow = int((v_.fluctuate_rank + moves) % n);
     }
     for (int r = 0; r < n; ++r) {
-      if (v_.random_walk > 0) log_walk_[size_t(r)] = std::max(0.0, log_walk_[size_t(r)] + v_.random_walk * rng_.normal());
+      double& walk = log_walk_[size_t(r)];
+      if (v_.random_walk > 0) walk = std::max(0.0, walk + v_.random_walk * rng_.normal());
       factor_[size_t(r)] = std::exp(log_walk_[size_t(r)]) * (r == slow ? v_.fluctuate_factor : 1.0);
     }
   }

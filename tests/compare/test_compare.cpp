@@ -101,12 +101,14 @@ BOOST_AUTO_TEST_CASE(a_slow_link_bounds_the_allreduce) {
 }
 
 BOOST_AUTO_TEST_CASE(memory_rules_out_what_does_not_fit) {
-  // Each device holds a third of what data parallelism needs per rank: only a pipeline fits.
-  Job job = job_with({});
-  const Compared whole = compared(job);
-  const double need = row(whole.c, "data, equal shares, MRA").peak_bytes;
-  job = job_with({"cluster.memory_gb=[" + std::to_string(need / 3e9) + "," + std::to_string(need / 3e9) + "," +
-                  std::to_string(need / 3e9) + "," + std::to_string(need / 3e9) + "]"});
+  // A larger model (its state outweighs a sample's activations); each device holds 90% of the least data
+  // parallelism can need per rank (micro-batches of one sample, recomputing): not even the levers make
+  // it fit; only a pipeline, which splits the state, does.
+  Job job = job_with({"model.width=512", "model.layers=8", "train.micro_batch=1", "train.recompute=all"});
+  const double least = row(compared(job).c, "data, equal shares, MRA").peak_bytes;
+  const std::string gb = std::to_string(0.9 * least / 1e9);
+  const std::string memory = "cluster.memory_gb=[" + gb + "," + gb + "," + gb + "," + gb + "]";
+  job = job_with({"model.width=512", "model.layers=8", memory});
   const Compared r = compared(job);
   for (const compare::Row& x : r.c.rows)
     if (x.candidate.job.parallel.strategy != StrategyKind::pipeline) {
@@ -117,4 +119,36 @@ BOOST_AUTO_TEST_CASE(memory_rules_out_what_does_not_fit) {
     }
   BOOST_REQUIRE(r.c.winner == 0);
   BOOST_TEST(r.c.rows.front().candidate.name == "pipeline, planner's plan");
+}
+
+BOOST_AUTO_TEST_CASE(the_memory_levers_make_data_parallelism_fit_where_activations_do_not) {
+  // Devices holding the model's state and a quarter of a rank's activations and working memory: data
+  // parallelism fits in micro-batches (or recomputing), the fastest such setting is its row, and estimate
+  // of the row's job agrees that it fits, at the row's samples/s.
+  Job job = job_with({"train.global_batch=64"});
+  const compare::Row& full = row(compared(job).c, "data, equal shares, MRA");
+  const estimate::MemoryTerms& peak = full.estimate.ranks[size_t(full.peak_rank)].memory;
+  const double per_samples = peak.activations + peak.workspace;
+  BOOST_REQUIRE(per_samples > 0.5 * peak.total());
+  const std::string g = std::to_string((peak.total() - 0.75 * per_samples) / 1e9);
+  job = job_with({"train.global_batch=64", "cluster.memory_gb=[" + g + "," + g + "," + g + "," + g + "]"});
+  const Compared r = compared(job);
+  int levered = 0;
+  for (const compare::Row& x : r.c.rows)
+    if (x.candidate.job.parallel.strategy == StrategyKind::data) {
+      BOOST_TEST_CONTEXT(x.candidate.name) {
+        BOOST_TEST(x.fits);
+        const bool micro = x.candidate.job.train.micro_batch > 0;
+        const bool recompute = x.candidate.job.train.recompute == TrainRecompute::all;
+        BOOST_TEST((micro || recompute));
+        levered += micro || recompute;
+        BOOST_TEST(x.candidate.name.find(micro ? "micro-batches of" : "recomputing") != std::string::npos);
+        const estimate::Estimate e = estimate::estimate_job(x.candidate.job, estimate::model_facts(x.candidate.job),
+                                                            pipeline_cluster(x.candidate.job),
+                                                            r.timing, estimate::Options{});
+        for (const estimate::RankEstimate& rank : e.ranks) BOOST_TEST(rank.fits);
+        BOOST_TEST(e.samples_per_s == x.estimate.samples_per_s, boost::test_tools::tolerance(1e-12));
+      }
+    }
+  BOOST_TEST(levered == 4);
 }

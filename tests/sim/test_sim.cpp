@@ -1,9 +1,9 @@
 // The simulator (lib/sim) against the analytical models it replays and on its own: without variability a
 // data-parallel job's simulated step is estimate's (equal and I-DAT shares, ring and MRA), CGP's
 // throughput within a tenth of lib/cgp's prediction where exchanges do not queue (slower where they do)
-// and its staleness held near the bound, a pipeline's
-// mini-batch within -50% / +15% of the planner's closed form (which serialises a link's directions); ring phases share a node's link
-// when several flows leave it; I-DAT's balancer recovers a step that a slow window lengthened under
+// and its staleness held near the bound, a pipeline's mini-batch within -50% / +15% of the planner's
+// closed form (which serialises a link's directions); ring phases share a node's link when several
+// flows leave it; I-DAT's balancer recovers a step that a slow window lengthened under
 // equal shares; a seeded run is reproducible bit for bit, another seed differs; 2,000 workers of mixed
 // kinds simulate (the 10,000-worker timing is tests/bench's).
 #define BOOST_TEST_MODULE sim
