@@ -23,8 +23,9 @@ Job job_at(const Job& job, int64_t workers, uint64_t seed) {
   ClusterSection& c = j.cluster;
   c.kinds.clear(), c.kind_counts.clear(), c.kind_speeds.clear(), c.kind_memory_gb.clear();
   c.speeds.clear(), c.memory_gb.clear();
-  bool memory = false;
-  for (const ClusterRank& r : drawn.ranks()) memory = memory || r.memory_gb > 0;
+  // Memories only when every drawn rank has one ([cluster] memory_gb takes positive values).
+  const bool memory = std::all_of(drawn.ranks().begin(), drawn.ranks().end(),
+                                  [](const ClusterRank& r) { return r.memory_gb > 0; });
   for (const ClusterRank& r : drawn.ranks()) {
     c.speeds.push_back(r.speed);
     if (memory) c.memory_gb.push_back(r.memory_gb);
