@@ -4,8 +4,8 @@
 For each case (a job and a cluster), `dptrain plan --compare --json` predicts every candidate (data
 parallelism with equal or I-DAT shares, ring or MRA; CGP with its solver's groups; the pipeline planner's
 plan) on step times from a layer profile written once per case; then every candidate that fits is run
-REPS times, interleaved (candidate order rotated each repetition), and its samples/s read from
-summary.json. Per case: the measured median per candidate, the prediction's error, Kendall's tau over the
+REPS times, interleaved (candidate order rotated each repetition), and its samples/s taken after the
+first quarter of its steps (metrics.jsonl: the steady state, without the start's one-off costs). Per case: the measured median per candidate, the prediction's error, Kendall's tau over the
 pairs of candidates (predicted order against measured), and whether the predicted winner is within 10%
 of the measured best. Over all cases: tau summed over the pairs, the lowest per-case tau, the median
 absolute error. A candidate predicted not to fit must fail cleanly (non-zero exit, one line) and is left
@@ -65,6 +65,17 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
+def steady_samples_per_s(run_dir):
+    """Samples/s after the first quarter of the steps (rank 0's train lines, logged every quarter): the
+    strategy's steady state, without the start's one-off costs (buffers, the first division, warm caches),
+    which weigh on runs of a few milliseconds a step."""
+    lines = [json.loads(x) for x in open(f"{run_dir}/metrics.jsonl")]
+    start = next(x for x in lines if x["kind"] == "start")
+    train = [x for x in lines if x["kind"] == "train" and x.get("rank", 0) == 0]
+    first, last = train[0], train[-1]
+    return (last["step"] - first["step"]) * start["global_batch"] / (last["t"] - first["t"])
+
+
 def kendall(pred, meas):
     """tau over the pairs of keys, ties counted as neither."""
     keys = list(pred)
@@ -94,7 +105,7 @@ def main():
         for name in a.cases.split(","):
             job, what = CASES[name]
             base = job + sets(f"train.steps={a.steps}", "train.eval_every=0", "checkpoint.enabled=false",
-                              "log.progress=plain")
+                              "log.progress=plain", f"log.every={max(1, a.steps // 4)}")
             profile = f"{work}/{name}.profile.toml"
             p = run([a.dptrain, "profile", "--layers", *base, "--out", profile], env=env)
             if p.returncode:
@@ -119,7 +130,7 @@ def main():
                     if r.returncode:
                         failed[n] = (r.stderr.strip().splitlines() or ["?"])[-1]
                         continue
-                    measured[n].append(json.load(open(f"{out}/summary.json"))["samples_per_sec"])
+                    measured[n].append(steady_samples_per_s(out))
                     shutil.rmtree(out, ignore_errors=True)
             med = {n: statistics.median(v) for n, v in measured.items() if v}
             first = len(lines)
