@@ -13,12 +13,11 @@
 
 namespace dp {
 
-SlowdownEmulator::SlowdownEmulator(const EmulateSection& spec, int rank, uint64_t seed)
-    : spec_(spec), rank_(rank), seed_(seed) {}
+SlowdownEmulator::SlowdownEmulator(const EmulateSection& spec, int rank, uint64_t seed, int64_t ranks)
+    : spec_(spec), rank_(rank), ranks_(ranks), seed_(seed) {}
 
 SlowdownEmulator::SlowdownEmulator(const Job& job, int rank)
-    : SlowdownEmulator(job.cluster.emulate, rank, job.job.seed) {
-  ranks_ = job.launch.ranks;
+    : SlowdownEmulator(job.cluster.emulate, rank, job.job.seed, job.launch.ranks) {
   if (!spec_.as_described) return;
   const std::vector<double> speeds = cluster_from_job(job).speeds();
   if (size_t(rank) >= speeds.size()) return;

@@ -30,8 +30,9 @@ class ComputeTimer {
 
 class SlowdownEmulator {
  public:
-  // [cluster.emulate] alone: as_described is not looked at (it needs the job's [cluster]).
-  SlowdownEmulator(const EmulateSection& spec, int rank, uint64_t seed);
+  // [cluster.emulate] alone: as_described is not looked at (it needs the job's [cluster]); a moving
+  // window wraps after `ranks` ranks (0: never).
+  SlowdownEmulator(const EmulateSection& spec, int rank, uint64_t seed, int64_t ranks = 0);
   // The whole job: with [cluster.emulate] as_described, the factors above times fastest speed / this
   // rank's speed, the speeds from cluster_from_job(job).
   SlowdownEmulator(const Job& job, int rank);

@@ -7,18 +7,7 @@
 
 namespace dp::sim {
 
-Variability job_variability(const Job& job, double noise) {
-  const EmulateSection& e = job.cluster.emulate;
-  Variability v;
-  v.noise = noise;
-  v.random_walk = e.random_walk;
-  v.fluctuate_rank = e.fluctuate_rank;
-  v.fluctuate_from = e.fluctuate_from;
-  v.fluctuate_to = e.fluctuate_to;
-  v.fluctuate_factor = e.fluctuate_factor;
-  v.fluctuate_move_every = e.fluctuate_move_every;
-  return v;
-}
+Variability job_variability(const Job& job, double noise) { return Variability{noise, job.cluster.emulate}; }
 
 Result simulate_job(const Job& job, const estimate::ModelFacts& facts, const Cluster& c, const estimate::Timing& t,
                     const Variability& v, int64_t steps, uint64_t seed) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "lib/balance/balance.h"
+#include "lib/balance/emulate.h"
 #include "lib/cgp/cgp.h"
 #include "lib/cluster/cluster.h"
 #include "lib/core/rng.h"
@@ -31,24 +32,22 @@ namespace dp::sim {
 
 // How compute times vary.
 struct Variability {
-  double noise = 0;              // every operation's time times exp(noise x N(0,1)) (0: exact)
-  double random_walk = 0;        // per step, each rank's log slowness walks with this deviation (kept >= 1)
-  int64_t fluctuate_rank = -1;   // this rank is slowed by fluctuate_factor during steps [from, to)
-  int64_t fluctuate_from = 0, fluctuate_to = 0;
-  double fluctuate_factor = 1;
-  int64_t fluctuate_move_every = 0;  // > 0: the slowness passes to the next rank every this many steps
+  double noise = 0;        // every operation's time times exp(noise x N(0,1)) (0: exact)
+  EmulateSection emulate;  // [cluster.emulate]'s random walk and slow window, as the runtime emulates them
+                           //   (its persistent slowdowns and as_described are in the cluster's speeds)
 };
 
-// The slowness factor (>= 1) of every rank at every step: a seeded stream, the same for every strategy
-// simulated with the same seed (so strategies are compared under the same fluctuations).
+// The slowness factor (>= 1) of every rank at every step, from the runtime's own emulator
+// (lib/balance/emulate.h: the same walk for the same seed as a run has), and the noise of each operation.
 class Slowness {
  public:
   Slowness(const Variability& v, int ranks, uint64_t seed);
   const std::vector<double>& at(int64_t step);  // steps asked in increasing order
   double noise();                               // one operation's factor
  private:
-  Variability v_;
-  std::vector<double> log_walk_, factor_;
+  double noise_;
+  std::vector<SlowdownEmulator> ranks_;
+  std::vector<double> factor_;
   int64_t step_ = -1;
   Rng rng_;
 };

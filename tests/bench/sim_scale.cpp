@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
                                             "cluster.links.rack_gbps=25", "cluster.links.cross_gbps=10"});
   const Cluster c = draw_cluster(fleet, workers, 1);
   sim::Variability v;
-  v.noise = 0.05, v.random_walk = 0.01;
+  v.noise = 0.05, v.emulate.random_walk = 0.01;
   fmt::print("{} workers: {}; {} steps each\n", workers, c.describe(), steps);
 
   sim::DataSpec data;

@@ -130,7 +130,8 @@ BOOST_AUTO_TEST_CASE(ring_phases_share_a_nodes_link) {
 
 BOOST_AUTO_TEST_CASE(idat_recovers_what_a_slow_window_costs_equal_shares) {
   sim::Variability v;
-  v.fluctuate_rank = 1, v.fluctuate_from = 10, v.fluctuate_to = 200, v.fluctuate_factor = 3;
+  v.emulate.fluctuate_rank = 1, v.emulate.fluctuate_from = 10, v.emulate.fluctuate_to = 200;
+  v.emulate.fluctuate_factor = 3;
   // Equal devices on fast links: the step is compute.
   const std::vector<std::string> fast{"parallel.strategy=data", "cluster.kind_speeds=[1.0, 1.0]",
                                       "cluster.links.rack_gbps=100", "cluster.links.cross_gbps=100"};
@@ -145,7 +146,7 @@ BOOST_AUTO_TEST_CASE(idat_recovers_what_a_slow_window_costs_equal_shares) {
 
 BOOST_AUTO_TEST_CASE(a_seeded_run_is_reproducible) {
   sim::Variability v;
-  v.noise = 0.1, v.random_walk = 0.02;
+  v.noise = 0.1, v.emulate.random_walk = 0.02;
   for (const char* strategy : {"data", "cgp", "pipeline"}) {
     const Inputs in = inputs(lab_job({std::string("parallel.strategy=") + strategy}));
     BOOST_TEST_CONTEXT(strategy) {
