@@ -54,13 +54,9 @@ std::vector<int64_t> shares_of(int64_t batch, const std::vector<double>& speeds,
 }
 
 double sync_tail_seconds(const Job& job, const Cluster& c, const std::vector<int>& ranks, double bytes) {
-  const CommSection& comm = job.parallel.comm;
-  const double whole = pipeline::detail::ring_allreduce_seconds(c, ranks, bytes);
-  if (comm.algorithm != CommAlgorithm::mra || !comm.overlap) return whole;
-  // MRA: buckets reduce-scattered while backward runs; after it, the last bucket's reduce-scatter, and
-  // the all-gather of the updated parameters (half a ring allreduce) unless it runs into the next forward.
-  const double last_bucket = std::min(bytes, comm.bucket_mb * 1e6);
-  return 0.5 * pipeline::detail::ring_allreduce_seconds(c, ranks, last_bucket) + (comm.overlap_forward ? 0.0 : 0.5 * whole);
+  return estimate::sync_tail_seconds(job.parallel.comm, bytes, [&](double b) {
+    return pipeline::detail::ring_allreduce_seconds(c, ranks, b);
+  });
 }
 
 void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
@@ -153,6 +149,14 @@ void split_step(const Job& job, Estimate& e) {
 }
 
 }  // namespace
+
+double sync_tail_seconds(const CommSection& comm, double bytes, const std::function<double(double)>& ring) {
+  const double whole = ring(bytes);
+  if (comm.algorithm != CommAlgorithm::mra || !comm.overlap) return whole;
+  // MRA: buckets reduce-scattered while backward runs; after it, the last bucket's reduce-scatter, and
+  // the all-gather of the updated parameters (half a ring allreduce) unless it runs into the next forward.
+  return 0.5 * ring(std::min(bytes, comm.bucket_mb * 1e6)) + (comm.overlap_forward ? 0.0 : 0.5 * whole);
+}
 
 double replica_compute_seconds(const Job& job, const ModelFacts& facts, const pipeline::BlockProfile& p, double n) {
   return detail::replica_seconds(job, facts, p, n);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -168,11 +169,15 @@ Fit fewest_devices(const Job& job, const ModelFacts& facts, const Timing& t, con
 // fixed times spread over the share). Every CGP prediction (estimate, plan, plan --compare) reads this.
 double cgp_sample_seconds(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t);
 
-// The model's pieces a simulator replays (lib/sim/job.cpp): a data-parallel rank's forward and backward
-// of n samples at speed 1 (in [train] micro_batch parts, recomputing as [train] recompute says), the
-// optimizer's update of the whole model at speed 1, and CGP's grouping ([parallel.cgp] groups, else its
-// solver's on `c`).
+// The model's pieces a simulator replays (lib/sim): a data-parallel rank's forward and backward of n
+// samples at speed 1 (in [train] micro_batch parts, recomputing as [train] recompute says), the
+// exchange after backward, the optimizer's update of the whole model at speed 1, and CGP's grouping
+// ([parallel.cgp] groups, else its solver's on `c`).
 double replica_compute_seconds(const Job& job, const ModelFacts& facts, const pipeline::BlockProfile& p, double n);
+// What the gradient exchange of `bytes` adds after backward under `comm`, a ring allreduce of b bytes
+// taking ring(b) seconds: plain, the whole allreduce; MRA overlapping backward, its last bucket's
+// reduce-scatter and, unless it runs into the next forward, the all-gather.
+double sync_tail_seconds(const CommSection& comm, double bytes, const std::function<double(double)>& ring);
 double model_update_seconds(const ModelFacts& facts, const pipeline::BlockProfile& p);
 std::vector<int> cgp_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t);
 

@@ -1,13 +1,13 @@
 // simulate_data (sim.h): data-parallel steps. Every rank computes its share (the Balancer's division,
 // re-divided from the times it observes under I-DAT) at its speed, slowed and varied; the step ends
-// with its slowest rank, then the gradient exchange left after backward (a whole ring allreduce; under
-// MRA's overlap the last bucket's reduce-scatter and, unless it runs into the next forward, the
-// all-gather: as lib/estimate prices it, here over ring phases with contention) and the update.
+// with its slowest rank, then the gradient exchange left after backward (lib/estimate's rule, over ring
+// phases with contention) and the update.
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
 
 #include "lib/core/error.h"
+#include "lib/estimate/estimate.h"
 #include "lib/sim/sim.h"
 #include "lib/sim/summary.h"
 
@@ -18,13 +18,10 @@ Result simulate_data(const Cluster& c, const DataSpec& spec, const Variability& 
   const int n = c.size();
   std::vector<int> ring(static_cast<size_t>(n));
   std::iota(ring.begin(), ring.end(), 0);
-  const double whole = ring_allreduce_seconds(c, ring, spec.gradient_bytes);
-  const double tail =
-      spec.mra_overlap
-          ? 0.5 * ring_allreduce_seconds(c, ring, std::min(spec.gradient_bytes, spec.bucket_bytes)) +
-                (spec.overlap_forward ? 0.0 : 0.5 * whole)
-          : whole;
-  const double update = spec.update_s / double(spec.sharded ? n : 1);
+  const double tail = estimate::sync_tail_seconds(spec.comm, spec.gradient_bytes,
+                                                  [&](double bytes) { return ring_allreduce_seconds(c, ring, bytes); });
+  const bool sharded = spec.comm.algorithm == CommAlgorithm::mra && spec.comm.sharded_update;
+  const double update = spec.update_s / double(sharded ? n : 1);
 
   std::unordered_map<int64_t, double> compute_of;  // shares repeat: each priced once
   auto compute = [&](int64_t samples) {

@@ -16,17 +16,13 @@ Result simulate_job(const Job& job, const estimate::ModelFacts& facts, const Clu
   const pipeline::BlockProfile& profile = *t.profile;
   switch (job.parallel.strategy) {
     case StrategyKind::data: {
-      const CommSection& comm = job.parallel.comm;
       DataSpec spec;
       spec.compute_s = [&](int64_t n) { return estimate::replica_compute_seconds(job, facts, profile, double(n)); };
       spec.global_batch = job.train.global_batch;
       spec.balance = balance_options(job, c.size());
       spec.gradient_bytes = 4.0 * double(facts.parameters);
-      spec.mra_overlap = comm.algorithm == CommAlgorithm::mra && comm.overlap;
-      spec.bucket_bytes = comm.bucket_mb * 1e6;
-      spec.overlap_forward = comm.overlap_forward;
+      spec.comm = job.parallel.comm;
       spec.update_s = estimate::model_update_seconds(facts, profile);
-      spec.sharded = comm.algorithm == CommAlgorithm::mra && comm.sharded_update;
       return simulate_data(c, spec, v, steps, seed);
     }
     case StrategyKind::cgp: {

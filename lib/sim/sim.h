@@ -74,11 +74,8 @@ struct DataSpec {
   int64_t global_batch = 0;
   BalanceOptions balance;       // mode equal: fixed equal shares; idat: the runtime's Balancer
   double gradient_bytes = 0;    // 4 x parameters
-  bool mra_overlap = false;     // MRA: buckets reduce-scattered during backward
-  double bucket_bytes = 0;      // MRA's last bucket
-  bool overlap_forward = false; // MRA: the all-gather runs into the next forward
-  double update_s = 0;          // the optimizer's update of the whole model (divided among sharded ranks)
-  bool sharded = false;
+  CommSection comm;             // how they are exchanged ([parallel.comm])
+  double update_s = 0;          // the optimizer's update of the whole model (divided among MRA's shards)
 };
 Result simulate_data(const Cluster& c, const DataSpec& spec, const Variability& v, int64_t steps, uint64_t seed);
 

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   data.balance.mode = BalanceMode::idat;
   data.balance.initial_speeds = c.speeds();
   data.gradient_bytes = 4 * 25.6e6;
+  data.comm.algorithm = CommAlgorithm::ring;
   data.update_s = 0.01;
   timed("data parallel, I-DAT, ring", reps, [&] { return sim::simulate_data(c, data, v, steps, 1); });
 
