@@ -20,6 +20,7 @@
 
 #include "lib/cluster/cluster.h"
 #include "lib/job/job.h"
+#include "lib/pipeline/plan.h"
 #include "lib/pipeline/profile.h"
 #include "models/block.h"
 
@@ -137,6 +138,10 @@ struct Estimate {
   double epoch_s = 0, job_s = 0;
   std::string timing_basis;
   std::vector<std::string> notes;  // what the estimate leaves out or assumed
+  // What was priced, for a simulator to replay (lib/sim/job.h): CGP's grouping (normalized), a
+  // pipeline's plan with the planner's prediction.
+  std::vector<int> cgp_grouping;
+  std::optional<pipeline::PlanResult> pipeline_plan;
   ResourceRequest request;
   std::optional<Fit> fit;
 };
@@ -171,15 +176,13 @@ double cgp_sample_seconds(const Job& job, const ModelFacts& facts, const Cluster
 
 // The model's pieces a simulator replays (lib/sim): a data-parallel rank's forward and backward of n
 // samples at speed 1 (in [train] micro_batch parts, recomputing as [train] recompute says), the
-// exchange after backward, the optimizer's update of the whole model at speed 1, and CGP's grouping
-// ([parallel.cgp] groups, else its solver's on `c`).
+// exchange after backward, and the optimizer's update of the whole model at speed 1.
 double replica_compute_seconds(const Job& job, const ModelFacts& facts, const pipeline::BlockProfile& p, double n);
 // What the gradient exchange of `bytes` adds after backward under `comm`, a ring allreduce of b bytes
 // taking ring(b) seconds: plain, the whole allreduce; MRA overlapping backward, its last bucket's
 // reduce-scatter and, unless it runs into the next forward, the all-gather.
 double sync_tail_seconds(const CommSection& comm, double bytes, const std::function<double(double)>& ring);
 double model_update_seconds(const ModelFacts& facts, const pipeline::BlockProfile& p);
-std::vector<int> cgp_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t);
 
 std::string estimate_text(const Estimate& e);
 std::string estimate_json(const Estimate& e);

@@ -80,6 +80,7 @@ cgp::Grouping job_grouping(const Job& job, const ModelFacts& facts, const Cluste
 
 void cgp_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e) {
   const cgp::Grouping grouping = cgp::normalized(job_grouping(job, facts, c, t));
+  e.cgp_grouping = grouping;
   const int groups = *std::max_element(grouping.begin(), grouping.end()) + 1;
   e.strategy = fmt::format("cgp ({} group(s): {})", groups, cgp::grouping_text(grouping));
   const int64_t n = c.size();
@@ -118,6 +119,7 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
   const pipeline::Workload w = job_pipeline_workload(job, profile);
   const PipelineChoice choice = choose_pipeline_plan(job, w, c);
   const pipeline::Plan& plan = choice.result.plan;
+  e.pipeline_plan = choice.result;
   const pipeline::Prediction& pred = choice.result.prediction;
   e.strategy = fmt::format("pipeline ({} stage(s), {} micro-batches, {})", plan.stages.size(), plan.micro_batches,
                            choice.how);
@@ -184,11 +186,3 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
 }
 
 }  // namespace dp::estimate::detail
-
-namespace dp::estimate {
-
-std::vector<int> cgp_grouping(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t) {
-  return cgp::normalized(detail::job_grouping(job, facts, c, t));
-}
-
-}  // namespace dp::estimate

@@ -3,14 +3,14 @@
 
 #include "lib/balance/job_balance.h"
 #include "lib/core/error.h"
-#include "lib/measure/pipeline_plan.h"
 
 namespace dp::sim {
 
 Variability job_variability(const Job& job, double noise) { return Variability{noise, job.cluster.emulate}; }
 
-Result simulate_job(const Job& job, const estimate::ModelFacts& facts, const Cluster& c, const estimate::Timing& t,
-                    const Variability& v, int64_t steps, uint64_t seed) {
+Result simulate_estimate(const Job& job, const estimate::ModelFacts& facts, const Cluster& c,
+                         const estimate::Timing& t, const estimate::Estimate& priced, const Variability& v,
+                         int64_t steps, uint64_t seed) {
   if (!t.profile)
     throw UsageError("--profile", "a simulation needs step times", "give --profile FILE or --device NAME");
   const pipeline::BlockProfile& profile = *t.profile;
@@ -26,19 +26,28 @@ Result simulate_job(const Job& job, const estimate::ModelFacts& facts, const Clu
       return simulate_data(c, spec, v, steps, seed);
     }
     case StrategyKind::cgp: {
+      DP_CHECK(!priced.cgp_grouping.empty(), "a CGP estimate with its grouping");
       const cgp::Workload w =
           cgp::job_workload(job, facts.parameters, estimate::cgp_sample_seconds(job, facts, c, t));
-      return simulate_cgp(c, w, estimate::cgp_grouping(job, facts, c, t), v, steps, seed);
+      return simulate_cgp(c, w, priced.cgp_grouping, v, steps, seed);
     }
     case StrategyKind::pipeline: {
-      const PipelineChoice choice = choose_pipeline_plan(job, job_pipeline_workload(job, profile), c);
-      return simulate_pipeline(c, choice.result.plan, choice.result.prediction, job.train.global_batch, v, steps,
-                               seed);
+      DP_CHECK(priced.pipeline_plan.has_value(), "a pipeline estimate with its plan");
+      const pipeline::PlanResult& p = *priced.pipeline_plan;
+      return simulate_pipeline(c, p.plan, p.prediction, job.train.global_batch, v, steps, seed);
     }
     case StrategyKind::automatic: break;
   }
   throw UsageError(job.source + " [parallel] strategy", "\"auto\" is not one strategy to simulate",
                    "simulate each with --set parallel.strategy=data (cgp, pipeline)");
+}
+
+Result simulate_job(const Job& job, const estimate::ModelFacts& facts, const Cluster& c, const estimate::Timing& t,
+                    const Variability& v, int64_t steps, uint64_t seed) {
+  if (!t.profile)
+    throw UsageError("--profile", "a simulation needs step times", "give --profile FILE or --device NAME");
+  return simulate_estimate(job, facts, c, t, estimate::estimate_job(job, facts, c, t, estimate::Options{}), v,
+                           steps, seed);
 }
 
 }  // namespace dp::sim

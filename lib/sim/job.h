@@ -16,7 +16,12 @@ namespace dp::sim {
 Variability job_variability(const Job& job, double noise);
 
 // `steps` steps (CGP: steps' worth of samples; a pipeline: mini-batches) of the job's strategy on `c`
-// with the step times of `t` (required). Throws InputError when the strategy's plan cannot be made.
+// with the step times of `t` (required), replaying what `priced` (estimate_job of the same inputs) priced:
+// its shares, CGP grouping or pipeline plan.
+Result simulate_estimate(const Job& job, const estimate::ModelFacts& facts, const Cluster& c,
+                         const estimate::Timing& t, const estimate::Estimate& priced, const Variability& v,
+                         int64_t steps, uint64_t seed);
+// The same, estimating first. Throws InputError when the strategy's plan cannot be made.
 Result simulate_job(const Job& job, const estimate::ModelFacts& facts, const Cluster& c, const estimate::Timing& t,
                     const Variability& v, int64_t steps, uint64_t seed);
 
