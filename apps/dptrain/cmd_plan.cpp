@@ -18,7 +18,7 @@ namespace dp::app {
 namespace {
 
 int cmd_plan(const PlanCommand& cmd) {
-  if ((!cmd.plot.empty() || cmd.noise != 0.05) && (!cmd.compare || cmd.worker_counts.empty()))
+  if ((!cmd.plot.empty() || cmd.noise_given) && (!cmd.compare || cmd.worker_counts.empty()))
     throw UsageError(!cmd.plot.empty() ? "--plot" : "--noise", "is for --compare --workers N[,N...]",
                      "add --compare --workers 16,64,256");
   const Job loaded = load_job(cmd.job.path, cmd.job.overrides, cmd.cluster_file);
@@ -59,7 +59,7 @@ void register_plan(CLI::App& app, Invocation& call) {
       ->delimiter(',')->check(CLI::PositiveNumber)->type_name("N[,N...]");
   cmd->add_option("--plot", opt->plot, "--compare --workers: write samples/s against workers per strategy as an "
                                        "SVG chart")->type_name("FILE.svg");
-  cmd->add_option("--noise", opt->noise, "--compare --workers: the simulator's variation of each operation's time "
+  auto* noise = cmd->add_option("--noise", opt->noise, "--compare --workers: the simulator's variation of each operation's time "
                                          "(a log-normal sigma; default 0.05)")
       ->check(CLI::Range(0.0, 2.0))->type_name("SIGMA");
   auto* seed = cmd->add_option("--seed", opt->seed, "cgp, pipeline: seed of --workers' draw and of the solvers "
@@ -86,8 +86,9 @@ void register_plan(CLI::App& app, Invocation& call) {
                   "every rank is a device of this kind: its memory the rank's, step times from its peak rates "
                   "(h200, h100, a100-80, a100-40, "
                   "l40s, v100, rtx4090)")->type_name("NAME");
-  cmd->callback([opt, seed, &call] {
+  cmd->callback([opt, seed, noise, &call] {
     opt->seed_given = seed->count() > 0;
+    opt->noise_given = noise->count() > 0;
     if (!opt->compare && opt->worker_counts.size() > 1)
       throw UsageError("--workers", "a list of worker counts is for --compare (how each strategy scales)",
                        "give one count, or add --compare");

@@ -17,6 +17,7 @@ struct PlanCommand {
   std::vector<int64_t> worker_counts;  // --workers N[,N...]: with --compare, simulate each strategy at each
   std::string plot;          // --plot: with --compare --workers, an SVG chart of samples/s against workers
   double noise = 0.05;       // --noise: the simulator's per-operation variation
+  bool noise_given = false;
   uint64_t seed = 0;         // --seed: of the draw and the solvers (seed_given false: [job] seed)
   bool seed_given = false;
   bool json = false;         // --json: one JSON object instead of the text

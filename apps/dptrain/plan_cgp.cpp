@@ -50,9 +50,7 @@ int plan_cgp(const PlanCommand& cmd, const Job& job) {
   }
   const OneModel predicted = one_model(job, facts, timing);
   if (cmd.json) {
-    std::string json = cgp::plan_json(r);
-    json.erase(json.find_last_of('}'));  // the report's object, with the prediction added
-    std::printf("%s, \"predicted\": %s}\n", json.c_str(), one_model_json(predicted).c_str());
+    std::fputs(with_prediction(cgp::plan_json(r), predicted).c_str(), stdout);
   } else {
     std::printf("%s\n%s", cgp::plan_text(r).c_str(), one_model_text(predicted).c_str());
   }

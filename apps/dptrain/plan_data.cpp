@@ -68,8 +68,7 @@ std::string terms(const estimate::MemoryTerms& m) {
 
 // Each rank's buffers (estimate's terms, from the model's shapes) against its device's memory, before
 // anything is printed: a rank that does not fit refuses the job, its hint the smallest pipeline that fits.
-std::vector<estimate::RankEstimate> check_memory(const Job& job) {
-  const estimate::ModelFacts facts = estimate::model_facts(job);
+std::vector<estimate::RankEstimate> check_memory(const Job& job, const estimate::ModelFacts& facts) {
   const Cluster cluster = pipeline_cluster(job);
   const estimate::Estimate e = estimate::estimate_job(job, facts, cluster, estimate::Timing{}, estimate::Options{});
   for (const estimate::RankEstimate& r : e.ranks) {
@@ -101,13 +100,13 @@ void print_memory(const std::vector<estimate::RankEstimate>& ranks) {
 }  // namespace
 
 int plan_data(const PlanCommand& cmd, const Job& job) {
-  const std::vector<estimate::RankEstimate> memory = check_memory(job);
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  const std::vector<estimate::RankEstimate> memory = check_memory(job, facts);
   const int ranks = int(job.launch.ranks);
   const int64_t batch = job.train.global_batch;
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
   const ModelShape model = model_shape(job.model, data.train.shape());
   const std::vector<ParamRange> buckets = job_buckets(job, model);
-  const estimate::ModelFacts facts = estimate::model_facts(job);
   const OneModel predicted = one_model(job, facts, plan_timing(cmd, job, facts));
 
   const std::vector<double> equal_speeds(size_t(ranks), 1.0);

@@ -146,17 +146,16 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   r.cluster = c.describe();
   // Estimate's prediction of the job on the same times (a dptrain profile of the job's own cluster).
   std::optional<OneModel> predicted;
-  const estimate::ModelFacts facts = estimate::model_facts(job);
-  if (ours && cmd.workers == 0 && p.ours.model == facts.describe) {
+  if (ours && cmd.workers == 0) {
+    const estimate::ModelFacts facts = estimate::model_facts(job);
     estimate::Timing timing;
     timing.basis = p.path.empty() ? r.profile_source : "layer profile " + p.path + " (" + p.ours.device + ")";
     timing.profile = p.ours;
-    predicted = one_model(job, facts, timing);
+    if (p.ours.model == facts.describe) predicted = one_model(job, facts, timing);
   }
   if (cmd.json) {
-    std::string json = pipeline::plan_json(r);
-    if (predicted) json.erase(json.find_last_of('}')) += ",\"predicted\":" + one_model_json(*predicted) + "}\n";
-    std::fputs(json.c_str(), stdout);
+    const std::string json = pipeline::plan_json(r);
+    std::fputs((predicted ? with_prediction(json, *predicted) : json).c_str(), stdout);
   } else {
     std::fputs(pipeline::plan_text(r).c_str(), stdout);
     if (predicted) std::fputs(one_model_text(*predicted).c_str(), stdout);

@@ -59,4 +59,9 @@ std::string one_model_json(const OneModel& m) {
                      e.update_s, json_quoted(e.bound), e.staleness, json_quoted(e.timing_basis));
 }
 
+std::string with_prediction(std::string plan_json, const OneModel& m) {
+  plan_json.erase(plan_json.find_last_of('}'));
+  return plan_json + ", \"predicted\": " + one_model_json(m) + "}\n";
+}
+
 }  // namespace dp::app

@@ -32,5 +32,7 @@ OneModel one_model(const Job& job, const estimate::ModelFacts& facts, const esti
 std::string one_model_text(const OneModel& m);
 // The same as a JSON object ("null" when not timed).
 std::string one_model_json(const OneModel& m);
+// A plan's JSON object (one line) with the prediction added as "predicted".
+std::string with_prediction(std::string plan_json, const OneModel& m);
 
 }  // namespace dp::app
