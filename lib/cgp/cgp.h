@@ -66,6 +66,16 @@ struct Prediction {
 // the compute time comes from: measured speeds, [cluster] sample_rate, a timed step).
 Workload job_workload(const Job& job, int64_t parameters, double sample_seconds);
 
+// A group's exchange with the server: every member other than the server sends its shard of the
+// update; the server's interface takes them in one after another, and sends each member its shard of
+// the global model back as soon as that member's shard is applied (its outgoing direction works while
+// the incoming one still takes the others in), so the exchange holds the server for the sum of the
+// pushes, the last member's pull, and a latency each way. The server's own shard costs nothing.
+struct ServerTraffic {
+  double push = 0, pull = 0, latency = 0;  // seconds
+};
+ServerTraffic server_traffic(const Cluster& c, const std::vector<int>& members, int server, double shard_bytes);
+
 // The model's prediction for grouping `g` (one entry per rank of `cluster`). Throws JobError for a
 // grouping whose size disagrees with the cluster or has a negative group, for speeds that are not
 // positive and finite, and for a workload out of range.

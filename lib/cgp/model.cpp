@@ -223,6 +223,18 @@ SolveOptions solve_options(const Job& job) {
   return {c.solver, double(c.max_staleness), int(c.group_count), job.job.seed, c.solver_seconds};
 }
 
+ServerTraffic server_traffic(const Cluster& c, const std::vector<int>& members, int server, double shard_bytes) {
+  ServerTraffic x;
+  for (int m : members)
+    if (m != server) {
+      const Link in = c.link(m, server), back = c.link(server, m);
+      x.push += in.bandwidth_seconds(shard_bytes);
+      x.pull = std::max(x.pull, back.bandwidth_seconds(shard_bytes));
+      x.latency = std::max({x.latency, in.latency_us * 1e-6, back.latency_us * 1e-6});
+    }
+  return x;
+}
+
 Prediction predict(const Cluster& cluster, const Workload& w, const Grouping& g) {
   const detail::Topology t = detail::make_topology(cluster, w);
   if (int(g.size()) != t.n)

@@ -80,26 +80,9 @@ void add_ring_terms(int k, double param_bytes, const Bottleneck& ring, GroupTerm
   out.gather = double(k - 1) / k * bits + (k - 1) * ring.latency_us * 1e-6;
 }
 
-// Exchange: every member other than the server sends its 1/k shard of the update; the server's
-// interface takes them in one after another, and sends each member its shard of the global model back
-// as soon as that member's shard is applied (its outgoing direction works while the incoming one
-// still takes the others in), so the exchange holds the server for the sum of the pushes, the last
-// member's pull, and a latency each way. The server's own shard costs nothing.
-struct ServerTraffic {
-  double push = 0, pull = 0, latency = 0;  // seconds
-};
-
-// Matrix clusters: each member's own links to the server.
+// Matrix clusters: each member's own links to the server (server_traffic, cgp.h).
 ServerTraffic traffic_over_links(const std::vector<int>& members, const Topology& t, double shard) {
-  ServerTraffic x;
-  for (int m : members)
-    if (m != t.server) {
-      const Link in = t.cluster->link(m, t.server), back = t.cluster->link(t.server, m);
-      x.push += in.bandwidth_seconds(shard);
-      x.pull = std::max(x.pull, back.bandwidth_seconds(shard));
-      x.latency = std::max({x.latency, in.latency_us * 1e-6, back.latency_us * 1e-6});
-    }
-  return x;
+  return server_traffic(*t.cluster, members, t.server, shard);
 }
 
 // Level clusters: the members on the server's node, in its rack and beyond it.

@@ -38,13 +38,8 @@ std::vector<Group> make_groups(const Cluster& c, const cgp::Workload& w, const c
     x.shares = divide_batch(x.batch, speeds, 0);
     x.allreduce = ring_allreduce_seconds(c, x.members, w.param_bytes);
     x.gather = double(x.members.size() - 1) * ring_phase_seconds(c, x.members, w.param_bytes / k);
-    for (int m : x.members)
-      if (m != w.server_rank) {
-        const Link in = c.link(m, w.server_rank), back = c.link(w.server_rank, m);
-        x.push += in.bandwidth_seconds(w.param_bytes / k);
-        x.pull = std::max(x.pull, back.bandwidth_seconds(w.param_bytes / k));
-        x.latency = std::max({x.latency, in.latency_us * 1e-6, back.latency_us * 1e-6});
-      }
+    const cgp::ServerTraffic traffic = cgp::server_traffic(c, x.members, w.server_rank, w.param_bytes / k);
+    x.push = traffic.push, x.pull = traffic.pull, x.latency = traffic.latency;
   }
   return groups;
 }
