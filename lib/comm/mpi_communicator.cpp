@@ -3,6 +3,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 #if defined(__SANITIZE_ADDRESS__)
@@ -85,15 +87,11 @@ class MpiCommunicator final : public Communicator {
   explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    MPI_Comm local;
-    check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local),
-              "MPI_Comm_split_type");
-    MPI_Comm_size(local, &local_size_);
-    MPI_Comm_free(&local);
-    char name[MPI_MAX_PROCESSOR_NAME];
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
     int len = 0;
     MPI_Get_processor_name(name, &len);
     host_.assign(name, size_t(len));
+    local_size_ = count_ranks_named(name);
   }
   ~MpiCommunicator() override {
     int finalized = 0;
@@ -163,6 +161,19 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Ranks on this rank's node, told by their processor (host) names. Not MPI_Comm_split_type: OpenMPI
+  // 4.1 hangs in it on nodes of several ranks that are network namespaces with their own host names
+  // (tests/cluster: two of four ranks never leave its allgather), while a plain allgather completes.
+  int count_ranks_named(const char (&name)[MPI_MAX_PROCESSOR_NAME]) const {
+    std::vector<char> names(size_t(size_) * MPI_MAX_PROCESSOR_NAME);
+    check_mpi(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME,
+                            MPI_CHAR, comm_),
+              "MPI_Allgather");
+    int same = 0;
+    for (int r = 0; r < size_; ++r)
+      same += std::strncmp(names.data() + size_t(r) * MPI_MAX_PROCESSOR_NAME, name, MPI_MAX_PROCESSOR_NAME) == 0;
+    return same;
+  }
   void check_peer(int peer, int tag) const {
     DP_CHECK(peer >= 0 && peer < size_, "peer rank " + std::to_string(peer) + " out of range");
     DP_CHECK(tag >= 0 && tag <= kMaxTag, "tag " + std::to_string(tag) + " out of range");

@@ -456,6 +456,11 @@ if command -v mpirun >/dev/null; then
     "${MPIRUN[@]}" "$DPTRAIN" run good.toml --out prev
   expect_error "under mpirun: corrupted checkpoint" nonzero "corrupt/checkpoints/$ckpt_name" -- \
     "${MPIRUN[@]}" "$DPTRAIN" run good.toml --out corrupt --resume
+  for strategy in cgp pipeline; do  # both plan on [cluster]'s ranks: refused, never a hang or a crash
+    expect_error "under mpirun: $strategy on fewer ranks than the job's" nonzero "[launch] ranks|job's 3 rank(s), this launch has 2" -- \
+      timeout 120 "${MPIRUN[@]}" "$DPTRAIN" run good.toml --out "mismatch-$strategy" --set launch.ranks=3 \
+      --set parallel.strategy=$strategy
+  done
 else
   not_ok "under mpirun" "mpirun not found"
 fi

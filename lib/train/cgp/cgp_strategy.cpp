@@ -47,6 +47,10 @@ class CgpStrategy final : public Strategy {
     if (in_.gpu_queue)
       throw JobError("parallel.strategy", "strategy \"cgp\" runs on CPU ranks only",
                      "set [train] device = \"cpu\", or strategy = \"data\" on GPUs");
+    if (in_.comm.size() != in_.job.launch.ranks)  // the groups are chosen on [cluster]'s ranks
+      throw JobError("[launch] ranks", fmt::format("CGP's groups are chosen for the job's {} rank(s), this launch has {}",
+                                                   in_.job.launch.ranks, in_.comm.size()),
+                     "launch the job's ranks, or set launch.ranks to the launch's");
     const Job& job = in_.job;
     // Speeds are measured in samples per second: a sample takes 1 / speed seconds.
     workload_ = cgp::job_workload(job, int64_t(in_.model.params().size()), 1);
