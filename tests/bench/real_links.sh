@@ -16,9 +16,8 @@
 #   pipeline: the GPT (untied head) on two nodes of two ranks joined by 0.5 Gbit/s, speeds [1, 1, 0.5, 0.5]:
 #             the planner's plan against the naive one (equal block counts, ranks in order); the plan's
 #             predicted mini-batch time against the measured.
-# On the namespace cluster each described node of 3 (cgp) or 2 (pipeline) ranks is a group of 3 or 2
-# namespaces of one rank each joined by 10 Gbit/s (OpenMPI ranks sharing a namespace node hang in their
-# first collective here: see tests/README.md); the job's description is the same in both modes.
+# On the namespace cluster each described node of 3 (cgp) or 2 (pipeline) ranks is one namespace node of
+# as many ranks (shared memory inside, as on a real node); the job's description is the same in both modes.
 # Times from metrics.jsonl; min / median over REPS interleaved repetitions. Not a test: it asserts nothing.
 # Needs root (namespaces), iperf3 not needed. The latency a real link has here is the veth's (about 6 us);
 # the descriptions say 10 us.
@@ -109,7 +108,7 @@ if [[ $PARTS == *idat* ]]; then
   done
 fi
 if [[ $PARTS == *cgp* ]]; then
-  cluster_up "$(printf '[launch]\nranks = 6\n[cluster]\nranks_per_node = 1\nnodes_per_rack = 3\n[cluster.links]\nrack_gbps = 10\ncross_gbps = 1')"
+  cluster_up "$(printf '[launch]\nranks = 6\n[cluster]\nranks_per_node = 3\n[cluster.links]\nrack_gbps = 1')"
   EMU_SLOW="[4, 4, 4, 4, 4, 4]" REAL_SLOW="[4, 4, 4, 4, 4, 4]"
   c=(--set launch.ranks=6 --set "model.hidden=[1024,1024]" --set train.global_batch=64 --set train.steps=450
      --set train.eval_every=45 --set log.every=10 --set optim.warmup_steps=20 --set cluster.ranks_per_node=3
@@ -124,7 +123,7 @@ if [[ $PARTS == *cgp* ]]; then
   done
 fi
 if [[ $PARTS == *pipeline* ]]; then
-  cluster_up "$(printf '[launch]\nranks = 4\n[cluster]\nranks_per_node = 1\nnodes_per_rack = 2\n[cluster.links]\nrack_gbps = 10\ncross_gbps = 0.5')"
+  cluster_up "$(printf '[launch]\nranks = 4\n[cluster]\nranks_per_node = 2\n[cluster.links]\nrack_gbps = 0.5')"
   EMU_SLOW="[4, 4, 4, 4]" REAL_SLOW="[4, 4, 8, 8]"
   p=(--set parallel.strategy=pipeline --set model.tied_head=false --set train.steps=30 --set launch.ranks=4
      --set "cluster.speeds=[1, 1, 0.5, 0.5]" --set cluster.ranks_per_node=2 --set cluster.links.node_gbps=10

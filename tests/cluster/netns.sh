@@ -5,7 +5,8 @@
 #  2. `dptrain profile --links` measures every pair within 10% of a reference TCP stream (iperf3) over
 #     the same link, and the pairs' latency as it is (printed); its cluster file names the nodes;
 #  3. data parallelism (MRA) and a pipeline across the nodes, ranks started by mpirun over ssh, give the
-#     losses of one process (1e-4 relative); CGP across them trains to the end;
+#     losses of one process (1e-4 relative), also on two nodes of two ranks (shared memory inside a node);
+#     CGP across them trains to the end;
 #  4. a node cut for good with [launch] max_restarts = 1 under strategy "auto": the run restarts on the
 #     nodes left, chooses its strategy again for them, and finishes;
 #  5. no process of a run is left on any node, and the cluster is gone after (namespaces, bridge, hosts).
@@ -121,6 +122,19 @@ one_process() {  # $1: name, then the job and overrides: the same job on one pro
 QUICK=("$REPO/configs/quickstart.toml" --set train.steps=20)
 across data "${QUICK[@]}" && one_process data 20 "${QUICK[@]}" &&
   ok "data parallelism (MRA) on three nodes: one process's losses"
+# Two nodes of two ranks (shared memory inside a node, TCP between): the same losses.
+printf 'node0 slots=2\nnode1 slots=2\n' >"$TMP/two_by_two"
+if on_launcher "$DPTRAIN" run "${QUICK[@]}" --set train.threads=1 --set log.every=1 --set log.progress=plain \
+     --set train.eval_every=0 --set launch.ranks=4 --set "launch.hostfile=$TMP/two_by_two" --out "$TMP/data4.nodes" \
+     >"$TMP/data4.nodes.log" 2>&1; then
+  if grep -q "^nodes: node0 (0,1), node1 (2,3)" "$TMP/data4.nodes.log"; then
+    one_process data4 20 "${QUICK[@]}" && ok "data parallelism on two nodes of two ranks: one process's losses"
+  else
+    not_ok "two nodes of two ranks" "ranks placed as '$(grep -m1 '^nodes:' "$TMP/data4.nodes.log")'"
+  fi
+else
+  not_ok "data parallelism on two nodes of two ranks" "$(tail -3 "$TMP/data4.nodes.log")"
+fi
 GPT=("$REPO/configs/gpt.toml" --set model.tied_head=false --set train.steps=8 --set train.global_batch=24
      --set parallel.pipeline.micro_batches=4)
 across pipeline "${GPT[@]}" --set parallel.strategy=pipeline --set 'parallel.pipeline.stages="0-1,2-3,4-5"' &&
