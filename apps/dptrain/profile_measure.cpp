@@ -132,6 +132,9 @@ int profile_layers(const ProfileCommand& cmd) {
                   b.forward_fixed_ms, b.backward_fixed_ms, b.update_ms, b.output_bytes, b.saved_bytes, b.work_bytes,
                   b.param_bytes);
     }
+    if (p.step_extra_ms > 0)
+      std::printf(R"({"measure": "layers", "step_extra_ms": %.6g, "step_extra_fixed_ms": %.6g})" "\n",
+                  p.step_extra_ms, p.step_extra_fixed_ms);
   } else {
     if (rated)
       std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, from the device's peak rates (a roofline:\n"
@@ -152,6 +155,9 @@ int profile_layers(const ProfileCommand& cmd) {
                   b.forward_ms, b.backward_ms, b.forward_fixed_ms, b.backward_fixed_ms, b.update_ms, b.output_bytes,
                   b.saved_bytes, b.work_bytes, b.param_bytes);
     }
+    if (p.step_extra_ms > 0)
+      std::printf("# a whole step besides the blocks (the batch gathered, the model's own work): %.4f ms, fixed %.4f\n",
+                  p.step_extra_ms, p.step_extra_fixed_ms);
   }
   if (!cmd.links_out.empty()) {
     pipeline::write_block_profile(cmd.links_out, p);

@@ -25,7 +25,11 @@ double blocks_seconds(const pipeline::BlockProfile& p, int first, int last, doub
   return s * 1e-3;
 }
 
-// A data-parallel replica's forward and backward of n samples: in ceil(n / [train] micro_batch) parts, each
+double step_extra_seconds(const pipeline::BlockProfile& p, double n, double parts) {
+  return 1e-3 * (parts * p.step_extra_fixed_ms + n * (p.step_extra_ms - p.step_extra_fixed_ms) / double(p.micro_batch));
+}
+
+// A data-parallel replica's forward and backward of n samples (and the step's work besides its blocks): in ceil(n / [train] micro_batch) parts, each
 // paying the blocks' fixed times, and with [train] recompute = "all" once more the forward of every block
 // that saves activations (what Model::run_blocks reruns).
 double replica_seconds(const Job& job, const ModelFacts& facts, const pipeline::BlockProfile& p, double n) {
@@ -39,7 +43,7 @@ double replica_seconds(const Job& job, const ModelFacts& facts, const pipeline::
     if (recompute && facts.blocks[b].saved_floats > 0) fixed += r.forward_fixed_ms, all += r.forward_ms;
     s += parts * fixed + n * (all - fixed) / double(p.micro_batch);
   }
-  return s * 1e-3;
+  return s * 1e-3 + step_extra_seconds(p, n, parts);
 }
 
 double update_seconds(const pipeline::BlockProfile& p, int first, int last) {

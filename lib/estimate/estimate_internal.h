@@ -13,6 +13,9 @@ namespace dp::estimate::detail {
 // profile's per-micro-batch fixed parts paid once), and of the optimizer's update of their parameters.
 double blocks_seconds(const pipeline::BlockProfile& p, int first, int last, double n);
 double update_seconds(const pipeline::BlockProfile& p, int first, int last);
+// What a replica's step of n samples in `parts` micro-batches takes besides its blocks (the profile's
+// step_extra_ms, its fixed part paid per micro-batch).
+double step_extra_seconds(const pipeline::BlockProfile& p, double n, double parts);
 
 // The samples each of `speeds.size()` ranks takes of `batch`: in proportion to speed (I-DAT) or equal.
 std::vector<int64_t> shares_of(int64_t batch, const std::vector<double>& speeds, bool by_speed);

@@ -21,7 +21,8 @@ double cgp_sample_seconds(const Job& job, const ModelFacts& facts, const Cluster
   if (job.cluster.sample_rate > 0) return 1.0 / job.cluster.sample_rate;
   if (!t.profile) return 1e-3;  // memory only: any positive time gives the grouping's shape
   const double share = std::max(1.0, double(job.train.global_batch) / double(c.size()));
-  return detail::blocks_seconds(*t.profile, 0, int(facts.blocks.size()) - 1, share) / share;
+  return (detail::blocks_seconds(*t.profile, 0, int(facts.blocks.size()) - 1, share) +
+          detail::step_extra_seconds(*t.profile, share, 1.0)) / share;
 }
 
 }  // namespace dp::estimate

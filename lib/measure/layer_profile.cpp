@@ -1,8 +1,8 @@
 // measure_block_profile (layer_profile.h): the model's blocks run one after another as in a one-stage
 // pipeline, one block's memory at a time, each forward and backward timed on its own (the device
 // synchronised around it), at the
-// micro-batch asked for and at an eighth of it, whose line gives each time's fixed part; and the job's
-// optimizer updating each block's parameters.
+// micro-batch asked for and at an eighth of it, whose line gives each time's fixed part; the job's
+// optimizer updating each block's parameters; and a whole step of the model held whole beside its blocks.
 #include "lib/measure/layer_profile.h"
 
 #include <fmt/format.h>
@@ -117,6 +117,55 @@ BlockTimes time_blocks(const Job& job, Model& model, const Dataset& data, int64_
   return t;
 }
 
+// A replica's whole step at n samples as a data-parallel rank's step times its compute (the batch
+// gathered, forward and backward through the model it holds), each after the optimizer's update of the
+// whole model as in training (untimed: it leaves the caches holding optimizer state, not the weights the
+// next forward reads): the median of `steps`, in ms.
+double whole_step_ms(const Job& job, Model& model, const Dataset& data, int64_t n, int steps, int warmup) {
+  std::vector<uint32_t> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0u);
+  BatchBuffer buffer;
+  const auto params = int64_t(model.params().size());
+  const auto opt = make_optimizer(job.optim, params, model.kernels());
+  std::vector<double> times;
+  for (int it = 0; it < warmup + steps; ++it) {
+    opt->update_range(model.params().data(), model.grads().data(), 0, params, 0.0, opt->begin_step());
+    model.kernels().synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    model.forward_backward(gather_batch(data, idx, buffer), 1.0f, 0);
+    model.kernels().synchronize();
+    if (it >= warmup) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(times);
+}
+
+// What a whole step takes beyond its blocks (step_extra_ms and its fixed part: profile.h), on a model
+// that holds its parameters, built here when its parameters and gradients take at most 1 GiB (else
+// left at 0: a model that large spends its step in the blocks).
+void time_step_extra(const Job& job, const Model& blocks_model, const Dataset& data, const Kernels& k, int steps,
+                     int warmup, pipeline::BlockProfile& p) {
+  double params = 0;
+  for (int i = 0; i < blocks_model.block_count(); ++i) params += double(blocks_model.block(i).shape().param_count);
+  if (8.0 * params > double(1 << 30)) return;
+  auto model = make_model(job.model, data.shape(), job.job.seed, k, /*hold_parameters=*/true);
+  const int64_t n = p.micro_batch, few = std::max<int64_t>(1, n / 8);
+  auto blocks_ms = [&p, n](int64_t m) {  // the profile's blocks at m samples
+    double t = 0;
+    for (const pipeline::BlockRow& b : p.blocks) {
+      const double fixed = b.forward_fixed_ms + b.backward_fixed_ms, all = b.forward_ms + b.backward_ms;
+      t += fixed + double(m) / double(n) * (all - fixed);
+    }
+    return t;
+  };
+  const double at_n = std::max(0.0, whole_step_ms(job, *model, data, n, steps, warmup) - blocks_ms(n));
+  const double at_few = few < n ? std::max(0.0, whole_step_ms(job, *model, data, few, steps, warmup) - blocks_ms(few)) : at_n;
+  p.step_extra_ms = at_n;
+  if (few < n) {
+    const double per_sample = (at_n - at_few) / double(n - few);
+    p.step_extra_fixed_ms = std::clamp(at_few - per_sample * double(few), 0.0, at_n);
+  }
+}
+
 }  // namespace
 
 pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch, int steps, int warmup) {
@@ -128,7 +177,9 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
   cpu::set_compute_threads(job.train.threads > 0 ? int(job.train.threads) : 1);
   const DatasetSplits data = load_dataset(job.data, job.job.seed);
   auto model = make_model(job.model, data.train.shape(), job.job.seed, k, /*hold_parameters=*/false);
-  return profile_blocks(job, *model, data.train, micro_batch, steps, warmup);
+  pipeline::BlockProfile p = profile_blocks(job, *model, data.train, micro_batch, steps, warmup);
+  time_step_extra(job, *model, data.train, k, steps, warmup, p);
+  return p;
 }
 
 pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Dataset& data, int64_t micro_batch,

@@ -43,6 +43,8 @@ void write_block_profile(const std::string& path, const BlockProfile& p) {
          "# samples, sizes in bytes per sample. `dptrain plan JOB.toml --profile FILE` reads it.\n"
       << fmt::format("[profile]\nmodel = {}\ndevice = {}\nmicro_batch = {}\ninput_bytes = {}\n", json_quoted(p.model),
                      json_quoted(p.device), p.micro_batch, p.input_bytes);
+  if (p.step_extra_ms > 0)
+    out << fmt::format("step_extra_ms = {:.6g}\nstep_extra_fixed_ms = {:.6g}\n", p.step_extra_ms, p.step_extra_fixed_ms);
   for (const BlockRow& b : p.blocks)
     out << fmt::format("\n[[block]]\nname = {}\nforward_ms = {:.6g}\nbackward_ms = {:.6g}\nforward_fixed_ms = {:.6g}\n"
                        "backward_fixed_ms = {:.6g}\nupdate_ms = {:.6g}\noutput_bytes = {}\nsaved_bytes = {}\nwork_bytes = {}\n"
@@ -85,6 +87,15 @@ BlockProfile read_block_profile(const std::string& path) {
                        "the samples the times were measured on");
   p.micro_batch = int64_t(mb);
   p.input_bytes = number(*head, "input_bytes", path, "[profile]");
+  if (head->contains("step_extra_ms")) p.step_extra_ms = number(*head, "step_extra_ms", path, "[profile]");
+  if (head->contains("step_extra_fixed_ms")) {
+    p.step_extra_fixed_ms = number(*head, "step_extra_fixed_ms", path, "[profile]");
+    if (p.step_extra_fixed_ms > p.step_extra_ms)
+      throw ProfileError(where(path, head->get("step_extra_fixed_ms")->source()),
+                         fmt::format("[profile]: step_extra_fixed_ms = {} is more than step_extra_ms, {}",
+                                     p.step_extra_fixed_ms, p.step_extra_ms),
+                         "the fixed part of the step's extra time is at most that time");
+  }
   const toml::array* blocks = doc["block"].as_array();
   if (!blocks || blocks->empty()) throw ProfileError(path, "no [[block]] tables", "profile a model with profile --layers");
   for (const toml::node& n : *blocks) {

@@ -57,6 +57,10 @@ struct BlockProfile {
   std::string model, device;
   int64_t micro_batch = 1;
   double input_bytes = 0;
+  // A whole replica's step besides its blocks' times, per micro-batch, and the part of it any micro-batch
+  // pays (the batch gathered and staged, the gradients zeroed, the loss: what a data-parallel or CGP rank
+  // computes beyond the blocks, measured as a whole step's time less the blocks'; 0: not measured).
+  double step_extra_ms = 0, step_extra_fixed_ms = 0;
   std::vector<BlockRow> blocks;
 };
 void write_block_profile(const std::string& path, const BlockProfile& p);

@@ -109,3 +109,24 @@ BOOST_AUTO_TEST_CASE(memory_levers_trade_time_for_memory) {
   BOOST_TEST(estimate::fewest_devices(rebuilt, facts, {}, d).devices < plain_devices);
   BOOST_TEST(estimate::fewest_devices(parts, part_facts, {}, d).devices < plain_devices);
 }
+
+// A step's time besides its blocks (the profile's step_extra_ms, its fixed part per micro-batch) adds
+// to every data-parallel rank's compute and to CGP's seconds per sample, in proportion to the rank's share.
+BOOST_AUTO_TEST_CASE(a_steps_extra_time_adds_to_a_replicas_compute) {
+  Job job = gpt_job();
+  job.launch.ranks = 4;  // 16 samples each
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  estimate::Timing t;
+  t.profile = estimate::roofline_profile(facts, estimate::device_kind("h200", "--device"), false, 8);
+  estimate::Timing extra = t;
+  extra.profile->step_extra_ms = 3.0;        // per micro-batch of 8
+  extra.profile->step_extra_fixed_ms = 1.0;  // of which any micro-batch pays 1
+  const Cluster c = cluster_from_job(job);
+  const double plain = estimate::estimate_job(job, facts, c, t, {}).ranks.front().compute_s;
+  const double more = estimate::estimate_job(job, facts, c, extra, {}).ranks.front().compute_s;
+  BOOST_TEST(more - plain == 1e-3 * (1.0 + 16.0 * 2.0 / 8.0), boost::test_tools::tolerance(1e-9));
+  job.parallel.strategy = StrategyKind::cgp;
+  const double per_sample = estimate::cgp_sample_seconds(job, facts, c, t);
+  BOOST_TEST(estimate::cgp_sample_seconds(job, facts, c, extra) - per_sample == 1e-3 * (1.0 + 16.0 * 2.0 / 8.0) / 16.0,
+             boost::test_tools::tolerance(1e-9));
+}

@@ -62,3 +62,22 @@ BOOST_AUTO_TEST_CASE(bad_profiles_name_the_line_and_field) {
   BOOST_TEST(error_of("[profile]\nmicro_batch = 1\ninput_bytes = 0\n") == ": no [[block]] tables");
   BOOST_TEST(error_of(kGood + "shares_weights_with = 3\n").find("14:23: block a: shares_weights_with = 3 is not") == 0);
 }
+
+BOOST_AUTO_TEST_CASE(a_steps_extra_time_is_read_checked_and_written) {
+  const std::string extra = replaced("input_bytes = 16", "input_bytes = 16\nstep_extra_ms = 0.5\nstep_extra_fixed_ms = 0.1");
+  BOOST_TEST(error_of(extra) == "no error");
+  BOOST_TEST(error_of(replaced("input_bytes = 16", "input_bytes = 16\nstep_extra_ms = 0.5\nstep_extra_fixed_ms = 0.7")) ==
+             "6:23: [profile]: step_extra_fixed_ms = 0.7 is more than step_extra_ms, 0.5");
+  BOOST_TEST(error_of(replaced("input_bytes = 16", "input_bytes = 16\nstep_extra_ms = -1")) ==
+             "5:17: [profile]: step_extra_ms = -1 is negative");
+  const fs::path path = fs::temp_directory_path() / "dptrain-test-block-profile-extra.toml";
+  std::ofstream(path) << extra;
+  pipeline::BlockProfile p = pipeline::read_block_profile(path.string());
+  BOOST_TEST(p.step_extra_ms == 0.5);
+  BOOST_TEST(p.step_extra_fixed_ms == 0.1);
+  pipeline::write_block_profile(path.string(), p);
+  const pipeline::BlockProfile again = pipeline::read_block_profile(path.string());
+  fs::remove(path);
+  BOOST_TEST(again.step_extra_ms == 0.5);
+  BOOST_TEST(again.step_extra_fixed_ms == 0.1);
+}
