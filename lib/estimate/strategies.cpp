@@ -139,13 +139,16 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
                            st.recompute.empty() ? "" : fmt::format(", recomputing {}", st.recompute.size()));
       r.samples = sp.shares[i];
       r.memory.params = r.memory.grads = params;
-      r.memory.optimizer = bytes.state - 2.0 * params;
+      r.memory.optimizer = bytes.state - (2.0 + w.checkpoint_bytes_per_param_byte(st.ranks.size())) * params;
       r.memory.activations = double(sp.shares[i]) * double(sp.in_flight) * bytes.per_sample_in_flight;
       r.memory.workspace = double(sp.shares[i]) * bytes.per_sample_once;
       // Besides the stage: the model's fixed buffers; before training, the blocks timed one at a time.
       // At a checkpoint, a replica of a replicated stage brings its piece's optimizer state together.
+      // (The planner's peak holds the piece already: it plans stages that fit with it.)
       const double piece = checkpoint_piece_bytes(job, params, int(st.ranks.size()));
-      r.memory.other = std::max(sp.peak_bytes[i] + facts.fixed_bytes + piece, probe) - sp.peak_bytes[i];
+      const double training = r.memory.params + r.memory.grads + r.memory.optimizer + r.memory.activations +
+                              r.memory.workspace;
+      r.memory.other = std::max(training + facts.fixed_bytes + piece, probe) - training;
       if (t.profile) {
         r.compute_s = double(plan.micro_batches) * (sp.forward_s + sp.backward_s);
         r.comm_s = double(plan.micro_batches) * sp.link_s + sp.allreduce_s;

@@ -159,6 +159,7 @@ pipeline::Workload job_pipeline_workload(const Job& job, const pipeline::BlockPr
   w.micro_batch_counts = micro_batch_candidates(w.global_batch, job.parallel.pipeline.micro_batches);
   w.state_per_param_byte = resident_bytes_per_param_byte(job.optim);
   w.sharded_per_param_byte = sharded_bytes_per_param_byte(job);
+  w.checkpoint_per_param_byte = job.checkpoint.enabled ? resident_bytes_per_param_byte(job.optim) - 2 : 0.0;
   // recompute = "none": plan for stages that fit without it (the planner would otherwise choose stages
   // that fit only recomputing, then be stripped of it).
   w.may_recompute = job.parallel.pipeline.recompute != Recompute::none;

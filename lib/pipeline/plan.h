@@ -71,11 +71,21 @@ struct Workload {
   double sharded_per_param_byte = 0; // of those, the optimizer state's, when the replicas of a stage
                                      //   shard it (MRA's sharded update: each keeps 1/replicas of it)
   bool may_recompute = true;         // false: the planners fit every stage without recomputation
+  // At a checkpoint each replica of a replicated stage gathers its piece of the optimizer state
+  // (lib/train/checkpoint_shards.h): this many bytes per parameter byte of the stage, over its replicas
+  // (the optimizer's state slots; 0: no checkpoints). A lone replica writes what it keeps, in place.
+  double checkpoint_per_param_byte = 0;
   // The input bytes of block b (what a recomputed block keeps): the boundary before it.
   double input_bytes_of(int b) const { return b == 0 ? input_bytes : blocks[size_t(b) - 1].output_bytes; }
-  // Resident bytes per parameter byte on each device of a stage of `replicas` devices.
+  // Resident bytes per parameter byte on each device of a stage of `replicas` devices (its checkpoint
+  // piece included: held beside the rest, in the buffers a run keeps).
   double state_bytes_per_param_byte(size_t replicas) const {
-    return state_per_param_byte - (replicas > 1 ? sharded_per_param_byte * (1 - 1.0 / double(replicas)) : 0.0);
+    return state_per_param_byte - (replicas > 1 ? sharded_per_param_byte * (1 - 1.0 / double(replicas)) : 0.0) +
+           checkpoint_bytes_per_param_byte(replicas);
+  }
+  // Bytes per parameter byte a device of a stage of `replicas` devices gathers at a checkpoint.
+  double checkpoint_bytes_per_param_byte(size_t replicas) const {
+    return replicas > 1 ? checkpoint_per_param_byte / double(replicas) : 0.0;
   }
 };
 

@@ -130,3 +130,35 @@ BOOST_AUTO_TEST_CASE(a_steps_extra_time_adds_to_a_replicas_compute) {
   BOOST_TEST(estimate::cgp_sample_seconds(job, facts, c, extra) - per_sample == 1e-3 * (1.0 + 16.0 * 2.0 / 8.0) / 16.0,
              boost::test_tools::tolerance(1e-9));
 }
+
+// Whatever plan the pipeline planner finds feasible fits by the estimate too (which counts what the run's
+// memory meter counts): every rank's buffers within its memory, the checkpoint's gathered piece of a
+// replicated stage's optimizer state included. A sweep of memory sizes makes it pick replicated stages.
+BOOST_AUTO_TEST_CASE(a_pipeline_the_planner_finds_feasible_fits_by_the_estimate) {
+  Job job = load_job(std::string(DPTRAIN_SOURCE_DIR) + "/configs/gpt.toml",
+                     {"model.tied_head=false", "model.width=384", "model.heads=6", "launch.ranks=4",
+                      "parallel.strategy=pipeline"});
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  estimate::Timing t;
+  t.profile = estimate::roofline_profile(facts, estimate::device_kind("h200", "--device"), false, 8);
+  for (pipeline::BlockRow& b : t.profile->blocks)  // a slow device: compute outweighs the links, stages replicate
+    b.forward_ms *= 1e4, b.backward_ms *= 1e4, b.forward_fixed_ms *= 1e4, b.backward_fixed_ms *= 1e4;
+  int planned = 0, replicated = 0;
+  for (double gb = 0.08; gb <= 0.4; gb *= 1.15) {
+    job.cluster.memory_gb.assign(4, gb);
+    estimate::Estimate e;
+    try {
+      e = estimate::estimate_job(job, facts, cluster_from_job(job), t, {});
+    } catch (const InputError&) {
+      continue;  // nothing fits at this size
+    }
+    ++planned;
+    BOOST_TEST_MESSAGE(gb << " GB: " << e.strategy << ", " << e.pipeline_plan->plan.stages.size() << " stage(s)");
+    for (const pipeline::Stage& s : e.pipeline_plan->plan.stages) replicated += s.ranks.size() > 1;
+    for (const estimate::RankEstimate& r : e.ranks)
+      BOOST_TEST(r.fits, gb << " GB: rank " << r.rank << " (" << r.role << ") needs " << r.memory.total() / 1e6
+                            << " MB of " << r.memory_limit_bytes / 1e6);
+  }
+  BOOST_TEST(planned > 0);
+  BOOST_TEST(replicated > 0);
+}
