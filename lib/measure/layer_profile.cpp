@@ -27,6 +27,14 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The part of a time any micro-batch pays, from its times at n and at few < n samples: the line through
+// the two at 0 samples, clamped to [0, t_n] (0 when there is no second timing).
+double fixed_part(double t_n, double t_few, int64_t n, int64_t few) {
+  if (few >= n) return 0.0;
+  const double per_sample = (t_n - t_few) / double(n - few);
+  return std::clamp(t_few - per_sample * double(few), 0.0, t_n);
+}
+
 struct BlockTimes {
   std::vector<double> forward_ms, backward_ms;  // per block, the median of `steps`
   std::vector<double> update_ms;                // per block (when asked for), the median of `steps`
@@ -160,10 +168,7 @@ void time_step_extra(const Job& job, const Model& blocks_model, const Dataset& d
   const double at_n = std::max(0.0, whole_step_ms(job, *model, data, n, steps, warmup) - blocks_ms(n));
   const double at_few = few < n ? std::max(0.0, whole_step_ms(job, *model, data, few, steps, warmup) - blocks_ms(few)) : at_n;
   p.step_extra_ms = at_n;
-  if (few < n) {
-    const double per_sample = (at_n - at_few) / double(n - few);
-    p.step_extra_fixed_ms = std::clamp(at_few - per_sample * double(few), 0.0, at_n);
-  }
+  p.step_extra_fixed_ms = fixed_part(at_n, at_few, n, few);
 }
 
 }  // namespace
@@ -198,11 +203,6 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
   const BlockTimes small = few < n ? time_blocks(job, model, data, few, steps, warmup, false) : full;
   const std::vector<double>& updates = full.update_ms;
   const bool cuda = !model.kernels().host_memory;
-  auto fixed_part = [&](double t_n, double t_few) {
-    if (few >= n) return 0.0;
-    const double per_sample = (t_n - t_few) / double(n - few);
-    return std::clamp(t_few - per_sample * double(few), 0.0, t_n);
-  };
   std::vector<BlockShape> shapes;
   for (int i = 0; i < count; ++i) shapes.push_back(model.block(i).shape());
   pipeline::BlockProfile p = block_sizes(shapes, 4.0 * double(text ? shape.context : shape.features), n);
@@ -212,8 +212,8 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
     pipeline::BlockRow& row = p.blocks[size_t(i)];
     row.forward_ms = full.forward_ms[size_t(i)];
     row.backward_ms = full.backward_ms[size_t(i)];
-    row.forward_fixed_ms = fixed_part(row.forward_ms, small.forward_ms[size_t(i)]);
-    row.backward_fixed_ms = fixed_part(row.backward_ms, small.backward_ms[size_t(i)]);
+    row.forward_fixed_ms = fixed_part(row.forward_ms, small.forward_ms[size_t(i)], n, few);
+    row.backward_fixed_ms = fixed_part(row.backward_ms, small.backward_ms[size_t(i)], n, few);
     row.update_ms = updates[size_t(i)];
   }
   return p;
