@@ -51,7 +51,7 @@ _dptrain_values() {
     train.precision) echo fp32 bf16 ;;
     train.on_nonfinite) echo stop skip ;;
     train.recompute) echo none all ;;
-    parallel.strategy) echo data cgp pipeline auto ;;
+    parallel.strategy) echo data cgp pipeline cgp-pipeline auto ;;
     parallel.pipeline.recompute) echo auto none all ;;
     parallel.pipeline.profile) echo file ;;
     parallel.cgp.solver) echo aga pls exhaustive sorted ;;

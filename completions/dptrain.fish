@@ -42,7 +42,7 @@ function __dptrain_set_words
             case train.recompute
                 for v in none all; echo $key=$v; end
             case parallel.strategy
-                for v in data cgp pipeline auto; echo $key=$v; end
+                for v in data cgp pipeline cgp-pipeline auto; echo $key=$v; end
             case parallel.pipeline.recompute
                 for v in auto none all; echo $key=$v; end
             case parallel.cgp.solver

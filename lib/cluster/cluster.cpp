@@ -62,6 +62,23 @@ Cluster Cluster::with_memory(const std::vector<double>& memory_gb) const {
   return c;
 }
 
+Cluster Cluster::subset(const std::vector<int>& ranks) const {
+  if (!has_matrix()) {  // the levels stay levels
+    Cluster c = *this;
+    c.ranks_.clear();
+    for (int r : ranks) c.ranks_.push_back(ranks_[size_t(r)]);
+    return c;
+  }
+  std::vector<ClusterRank> kept;
+  std::vector<Link> matrix(ranks.size() * ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    kept.push_back(ranks_[size_t(ranks[i])]);
+    for (size_t j = 0; j < ranks.size(); ++j)
+      if (i != j) matrix[i * ranks.size() + j] = link(ranks[i], ranks[j]);
+  }
+  return Cluster(std::move(kept), std::move(matrix));
+}
+
 std::string Cluster::describe() const {
   std::string s = fmt::format("{} rank(s) on {} node(s) in {} rack(s); links ", size(), nodes(), racks());
   if (!matrix_.empty()) return s + "from a matrix";

@@ -50,6 +50,8 @@ class Cluster {
   // The same cluster with other speeds (measured ones), one per rank.
   Cluster with_speeds(const std::vector<double>& speeds) const;
   Cluster with_memory(const std::vector<double>& memory_gb) const;  // the same, each rank's memory
+  // Only the ranks `ranks` (renumbered 0.. in that order), with their links between them.
+  Cluster subset(const std::vector<int>& ranks) const;
   // One line: "6 ranks on 2 nodes in 1 rack; links 10 Gbit/s in a node, 1 Gbit/s between racks ..."
   std::string describe() const;
 

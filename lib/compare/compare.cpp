@@ -107,6 +107,7 @@ void evaluate(Row& row, const estimate::ModelFacts& facts, const Cluster& c, con
     case StrategyKind::data: row.bound = data_bound(row, c); break;
     case StrategyKind::cgp: row.bound = cgp_bound(row); break;
     case StrategyKind::pipeline: row.bound = pipeline_bound(row); break;
+    case StrategyKind::cgp_pipeline:  // not a candidate: no cost model yet
     case StrategyKind::automatic: break;  // candidates name their strategy
   }
   if (!row.fits)

@@ -183,6 +183,10 @@ Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c,
     case StrategyKind::data: data_ranks(job, facts, c, t, e); break;
     case StrategyKind::cgp: detail::cgp_ranks(job, facts, c, t, e); break;
     case StrategyKind::pipeline: detail::pipeline_ranks(job, facts, c, t, e); break;
+    case StrategyKind::cgp_pipeline:
+      throw UsageError(job.source + " [parallel] strategy", "dptrain has no cost model of \"cgp-pipeline\" yet",
+                       "estimate its reductions: --set parallel.strategy=pipeline (one group) or cgp (one stage "
+                       "per group)");
     case StrategyKind::automatic:
       throw UsageError(job.source + " [parallel] strategy", "\"auto\" is chosen when the run starts; the estimate is "
                        "of one strategy", "compare them all with dptrain plan JOB --compare, or add --set "

@@ -21,7 +21,7 @@ enum class Precision { fp32, bf16 };
 enum class OnNonfinite { stop, skip };
 // Their runtimes: lib/train/registry.cpp. automatic ("auto"): the launcher picks one (plan --compare's
 // winner) before ranks start; ranks only ever see the three.
-enum class StrategyKind { data, cgp, pipeline, automatic };
+enum class StrategyKind { data, cgp, pipeline, cgp_pipeline, automatic };
 enum class CommAlgorithm { native, ring, mra };
 enum class BalanceMode { equal, idat };
 enum class CgpSolver { aga, pls, exhaustive, sorted };
@@ -46,7 +46,7 @@ DP_ENUM_NAMES(LrSchedule, "constant", "step", "cosine");
 DP_ENUM_NAMES(DeviceRequest, "auto", "cpu", "cuda");
 DP_ENUM_NAMES(Precision, "fp32", "bf16");
 DP_ENUM_NAMES(OnNonfinite, "stop", "skip");
-DP_ENUM_NAMES(StrategyKind, "data", "cgp", "pipeline", "auto");
+DP_ENUM_NAMES(StrategyKind, "data", "cgp", "pipeline", "cgp-pipeline", "auto");
 DP_ENUM_NAMES(CommAlgorithm, "native", "ring", "mra");
 DP_ENUM_NAMES(BalanceMode, "equal", "idat");
 DP_ENUM_NAMES(CgpSolver, "aga", "pls", "exhaustive", "sorted");

@@ -119,8 +119,9 @@ static Check check_micro_batches(const Job& j) {
 // [train] micro_batch and recompute act on a replica's step (strategies data and cgp); a pipeline's stages
 // have their own (parallel.pipeline.micro_batches and recompute).
 static Check not_for_pipeline(const Job& j, bool set, const char* instead) {
-  if (!set || j.parallel.strategy != StrategyKind::pipeline) return std::nullopt;
-  return Problem{"applies to strategies \"data\" and \"cgp\", not to \"pipeline\"", -1,
+  const StrategyKind k = j.parallel.strategy;
+  if (!set || (k != StrategyKind::pipeline && k != StrategyKind::cgp_pipeline)) return std::nullopt;
+  return Problem{fmt::format("applies to strategies \"data\" and \"cgp\", not to \"{}\"", name_of(k)), -1,
                  fmt::format("a pipeline's stages use parallel.pipeline.{}", instead), "parallel.strategy"};
 }
 static Check check_train_micro_batch(const Job& j) {

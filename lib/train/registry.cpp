@@ -6,6 +6,7 @@
 #include "lib/core/error.h"
 #include "lib/train/cgp/cgp_strategy.h"
 #include "lib/train/data/data_strategy.h"
+#include "lib/train/hybrid/hybrid_strategy.h"
 #include "lib/train/pipeline/pipeline_strategy.h"
 
 namespace dp {
@@ -15,6 +16,7 @@ std::span<const StrategyEntry> strategies() {
       data_strategy_entry(),
       cgp_strategy_entry(),
       pipeline_strategy_entry(),
+      cgp_pipeline_strategy_entry(),
   };
   return table;
 }

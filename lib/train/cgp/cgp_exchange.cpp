@@ -18,10 +18,61 @@ Slice slice_of(int64_t count, int member, int members) {
   return {member * base + std::min<int64_t>(member, extra), base + (member < extra ? 1 : 0)};
 }
 
+ExchangeReply exchange_slices(Communicator& server, const ExchangeRequest& request, std::span<const float> params,
+                              std::vector<float>& read_slice, Communicator& replicas, std::vector<float>& global) {
+  const int k = replicas.size();
+  const Slice s = slice_of(int64_t(params.size()), replicas.rank(), k);
+  std::vector<float> delta;
+  Request sent_req, sent_delta;
+  {
+    const bool update = request.kind == ExchangeKind::update;
+    const TraceScope push("cgp push", {"bytes", update ? s.count * int64_t(sizeof(float)) : 0});
+    sent_req = server.isend(std::as_bytes(std::span(&request, 1)), 0, kRequestTag);
+    if (update) {
+      delta.resize(size_t(s.count));
+      for (int64_t j = 0; j < s.count; ++j) delta[size_t(j)] = params[size_t(s.offset + j)] - read_slice[size_t(j)];
+      sent_delta = server.isend(std::as_bytes(std::span(delta)), 0, kSliceTag);
+    }
+  }
+  const bool reads = request.kind != ExchangeKind::progress;
+  ExchangeReply reply;
+  Request got_reply = server.irecv(std::as_writable_bytes(std::span(&reply, 1)), 0, kReplyTag), got_slice;
+  if (reads) {
+    read_slice.resize(size_t(s.count));
+    got_slice = server.irecv(std::as_writable_bytes(std::span(read_slice)), 0, kGlobalTag);
+  }
+  {
+    TraceScope pull("cgp pull (wait for server)", {"bytes", reads ? s.count * int64_t(sizeof(float)) : 0});
+    sent_req.wait();
+    sent_delta.wait();
+    got_reply.wait();
+    got_slice.wait();
+    pull.set_arg(1, {"version", reply.version});
+  }
+  if (!reads) return reply;
+  // Every member's global slice to every member.
+  global.resize(params.size());
+  if (k == 1) {
+    std::copy(read_slice.begin(), read_slice.end(), global.begin());
+    return reply;
+  }
+  const Slice widest = slice_of(int64_t(params.size()), 0, k);
+  std::vector<float> mine(size_t(widest.count), 0.0f), all(size_t(widest.count * k));
+  std::copy(read_slice.begin(), read_slice.end(), mine.begin());
+  const TraceScope gather("group all-gather", {"bytes", int64_t(all.size() * sizeof(float))});
+  replicas.allgather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)));
+  for (int i = 0; i < k; ++i) {
+    const Slice si = slice_of(int64_t(params.size()), i, k);
+    std::copy_n(all.begin() + i * widest.count, si.count, global.begin() + si.offset);
+  }
+  return reply;
+}
+
 ParameterServer::ParameterServer(Communicator& comm, std::vector<float> global, const CgpSection& options,
-                                 SampleClock clock, int64_t targets_per_sample)
-    : comm_(comm), global_(std::move(global)), options_(options), clock_(clock),
-      terms_per_sample_(targets_per_sample) {
+                                 SampleClock clock, int64_t targets_per_sample, bool follower,
+                                 std::vector<int> rank_names)
+    : comm_(comm), global_(std::move(global)), options_(options), follower_(follower),
+      rank_names_(std::move(rank_names)), clock_(clock), terms_per_sample_(targets_per_sample) {
   // The server records on rank 0's "server" track of the tracer of the thread that starts it.
   thread_ = std::thread([this, tracer = trace_of_this_thread()] {
     const TraceThread traced(tracer, "server");
@@ -167,7 +218,7 @@ void ParameterServer::on_request(int from, const ExchangeRequest& r) {
 bool ParameterServer::eligible(int group) const {
   const int groups = int(members_.size());
   if (options_.deterministic) return group == turn_;
-  if (pending_.at(group).requests[0].kind != ExchangeKind::update) return true;
+  if (follower_ || pending_.at(group).requests[0].kind != ExchangeKind::update) return true;
   for (int g = 0; g < groups; ++g) {
     if (g == group || stopped_[size_t(g)] || pending_.count(g)) continue;
     if (version_ - read_version_[size_t(g)] >= options_.max_staleness && options_.max_staleness > 0) return false;
@@ -178,7 +229,7 @@ bool ParameterServer::eligible(int group) const {
 void ParameterServer::process(int group) {
   Pending p = std::move(pending_.at(group));
   pending_.erase(group);
-  if (p.requests[0].kind != ExchangeKind::read) watch_drift(p.requests, group);
+  if (p.requests[0].kind != ExchangeKind::read && !follower_) watch_drift(p.requests, group);
   const std::vector<int>& members = members_[size_t(group)];
   const int k = int(members.size());
   const ExchangeRequest& leader = p.requests[0];
@@ -197,10 +248,16 @@ void ParameterServer::process(int group) {
   // The group's next chunk (at most what it asked for, within the epoch and the phase), decided first so
   // that each member's reply can leave as soon as its slice of the update is applied.
   ExchangeReply reply{version, cursor_, 0, 0, staleness, held_ms};
-  const int64_t epoch_end = (cursor_ / clock_.n + 1) * clock_.n;
-  reply.chunk_count = std::max<int64_t>(0, std::min({leader.want_samples, epoch_end - cursor_, boundary_ - cursor_}));
-  cursor_ += reply.chunk_count;
-  reply.remaining = boundary_ - cursor_;
+  if (follower_) {
+    reply.chunk_begin = leader.next_begin;
+    reply.chunk_count = leader.next_count;
+    reply.remaining = leader.next_remaining;
+  } else {
+    const int64_t epoch_end = (cursor_ / clock_.n + 1) * clock_.n;
+    reply.chunk_count = std::max<int64_t>(0, std::min({leader.want_samples, epoch_end - cursor_, boundary_ - cursor_}));
+    cursor_ += reply.chunk_count;
+    reply.remaining = boundary_ - cursor_;
+  }
   if (updates) samples_applied_ += leader.chunk_count;
   if (replies_global) {
     read_version_[size_t(group)] = version;
@@ -237,7 +294,7 @@ void ParameterServer::process(int group) {
   if (leader.kind == ExchangeKind::read) {
     tally.first = tally.last;
   } else {
-    account(leader, loss_sum, group, staleness, held_ms, p.requests);
+    if (!follower_) account(leader, loss_sum, group, staleness, held_ms, p.requests);
     double slowest = 0, exchange_ms = 0;
     for (const ExchangeRequest& r : p.requests) {
       slowest = std::max(slowest, r.compute_ms + r.comm_ms);

@@ -61,6 +61,8 @@ struct ExchangeRequest {
   int64_t samples = 0, local_steps = 0;
   uint64_t samples_digest = 0;  // of the samples this member read in those steps (lib/data/dataset.h)
   int32_t stop_signal = 0;      // the member's pending stop request (stop_signal.h), 0 when none
+  // To a follower shard (strategy "cgp-pipeline"): the chunk the leading shard handed the group next.
+  int64_t next_begin = 0, next_count = 0, next_remaining = 0;
 };
 
 // Server -> member.
@@ -77,6 +79,14 @@ struct Slice {
   int64_t offset = 0, count = 0;
 };
 Slice slice_of(int64_t count, int member, int members);
+
+// A member's side of one exchange (cgp_group.cpp, and strategy "cgp-pipeline" for a stage's
+// parameters): sends `request` to the server at rank 0 of `server` with, for an update, this member's
+// slice of `params` minus `read_slice`; waits for the reply and, unless the exchange is progress only,
+// for the global slice (into `read_slice`), which `replicas` (the members, in member order) then
+// all-gather into `global`, the whole of `params`' global values.
+ExchangeReply exchange_slices(Communicator& server, const ExchangeRequest& request, std::span<const float> params,
+                              std::vector<float>& read_slice, Communicator& replicas, std::vector<float>& global);
 
 // Where the run is in its samples: global sample index i is position i % n of epoch i / n's permutation;
 // step s (0-based) covers the samples of its global batch in its epoch.
@@ -107,8 +117,12 @@ class ParameterServer {
  public:
   // On rank 0: `comm` is the server's own communicator (all ranks; its other ranks only send and
   // receive). `global` the initial global model.
+  // A follower (strategy "cgp-pipeline": the shard of a stage other than the leading one) hands each
+  // group the chunk its request names (ExchangeRequest::next_*), holds no request for staleness (the
+  // leading shard does) and records no steps. `rank_names`: the run's rank of each of `comm`'s ranks,
+  // for the metrics lines (empty: the same).
   ParameterServer(Communicator& comm, std::vector<float> global, const CgpSection& options, SampleClock clock,
-                  int64_t targets_per_sample);
+                  int64_t targets_per_sample, bool follower = false, std::vector<int> rank_names = {});
   ~ParameterServer();
 
   // Before the ranks start a phase (main thread of rank 0, while no exchange is in flight): the grouping
@@ -158,6 +172,8 @@ class ParameterServer {
   Communicator& comm_;
   std::vector<float> global_;
   CgpSection options_;
+  bool follower_ = false;
+  std::vector<int> rank_names_;
   SampleClock clock_;
   int64_t terms_per_sample_;
   cgp::Grouping grouping_;

@@ -37,8 +37,6 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
   const auto t0 = Clock::now();
   const TraceScope traced("cgp exchange", {"kind", int64_t(kind)}, {"read_version", version_});
   const int k = comm_->size(), member = comm_->rank();
-  const std::span<float> params = in_.model.params();
-  const Slice s = slice_of(int64_t(params.size()), member, k);
   ExchangeRequest req;
   req.group = group_;
   req.member = member;
@@ -60,54 +58,11 @@ ExchangeReply GroupReplica::exchange(ExchangeKind kind, int64_t chunk_begin, int
   stats_compute_ms_ = stats_comm_ms_ = 0;
   stats_samples_ = stats_steps_ = 0;
   stats_digest_ = 0;
-  std::vector<float> delta;
-  Communicator& server = server_;
-  Request sent_req, sent_delta;
-  {
-    const TraceScope push("cgp push", {"bytes", kind == ExchangeKind::update ? s.count * int64_t(sizeof(float)) : 0});
-    sent_req = server.isend(std::as_bytes(std::span(&req, 1)), 0, kRequestTag);
-    if (kind == ExchangeKind::update) {
-      delta.resize(size_t(s.count));
-      for (int64_t j = 0; j < s.count; ++j) delta[size_t(j)] = params[size_t(s.offset + j)] - read_slice_[size_t(j)];
-      sent_delta = server.isend(std::as_bytes(std::span(delta)), 0, kSliceTag);
-    }
-  }
-  ExchangeReply reply;
-  Request got_reply = server.irecv(std::as_writable_bytes(std::span(&reply, 1)), 0, kReplyTag), got_slice;
-  if (kind != ExchangeKind::progress) {
-    read_slice_.resize(size_t(s.count));
-    got_slice = server.irecv(std::as_writable_bytes(std::span(read_slice_)), 0, kGlobalTag);
-  }
-  {
-    TraceScope pull("cgp pull (wait for server)",
-                    {"bytes", kind != ExchangeKind::progress ? s.count * int64_t(sizeof(float)) : 0});
-    sent_req.wait();
-    sent_delta.wait();
-    got_reply.wait();
-    got_slice.wait();
-    pull.set_arg(1, {"version", reply.version});
-  }
+  std::vector<float> global;
+  const ExchangeReply reply = exchange_slices(server_, req, in_.model.params(), read_slice_, *comm_, global);
   version_ = reply.version;
-  if (kind == ExchangeKind::progress) {  // the replicas stay as they are: they are the global model
-    last_exchange_ms_ = ms_since(t0);
-    return reply;
-  }
-  // The group's replicas become the global model: every member's slice to every member.
-  if (k == 1) {
-    in_.model.params_from_host(read_slice_);
-  } else {
-    const Slice widest = slice_of(int64_t(params.size()), 0, k);
-    std::vector<float> mine(size_t(widest.count), 0.0f), all(size_t(widest.count * k));
-    std::copy(read_slice_.begin(), read_slice_.end(), mine.begin());
-    const TraceScope gather("group all-gather", {"bytes", int64_t(all.size() * sizeof(float))});
-    comm_->allgather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)));
-    std::vector<float> full(params.size());
-    for (int i = 0; i < k; ++i) {
-      const Slice si = slice_of(int64_t(params.size()), i, k);
-      std::copy_n(all.begin() + i * widest.count, si.count, full.begin() + si.offset);
-    }
-    in_.model.params_from_host(full);
-  }
+  // After an update or a read the group's replicas are the global model; progress only leaves them.
+  if (kind != ExchangeKind::progress) in_.model.params_from_host(global);
   last_exchange_ms_ = ms_since(t0);
   return reply;
 }

@@ -73,7 +73,8 @@ void ParameterServer::account(const ExchangeRequest& leader, double loss_sum, in
   for (size_t i = 0; i < members.size(); ++i) {
     const ExchangeRequest& m = members[i];
     TrainLine line;
-    line.rank = members_[size_t(group)][i];
+    const int rank = members_[size_t(group)][i];
+    line.rank = rank_names_.empty() ? rank : rank_names_[size_t(rank)];
     line.strategy_fields = group_fields(group, double(staleness), held_ms, m.exchange_ms);
     line.lr = m.lr;
     line.loss = leader.chunk_count > 0 ? loss_sum / double(leader.chunk_count * terms_per_sample_) : 0;

@@ -7,7 +7,11 @@
 #include <string>
 #include <thread>
 
+#include "lib/balance/emulate.h"
 #include "lib/core/error.h"
+#include "lib/core/memory_meter.h"
+#include "lib/measure/layer_profile.h"
+#include "lib/measure/pipeline_plan.h"
 
 namespace dp::pipeline_detail {
 namespace {
@@ -104,6 +108,20 @@ Decision unpack(const std::vector<std::byte>& in) {
 }
 
 }  // namespace
+
+TimedBlocks time_blocks_everywhere(const Job& job, Communicator& comm, Model& model, const Dataset& data) {
+  comm.barrier();  // every rank has its data: none times its blocks while others still read theirs
+  MemoryMeter::process().set_role("pipeline rank timing the blocks one at a time");
+  TimedBlocks t;
+  t.profile = profile_blocks(job, model, data, profile_micro_batch(job), 5, 2);
+  double ms = 0;
+  for (const pipeline::BlockRow& b : t.profile.blocks) ms += b.forward_ms + b.backward_ms;
+  ms *= SlowdownEmulator(job, comm.rank()).factor(0);  // the speed at the run's start
+  model.release_working_memory();  // a stage grows it at its own micro-batch, under its meter
+  t.step_ms = comm.allgather_value(ms);
+  t.local_batch = comm.allgather_value(t.profile.micro_batch);
+  return t;
+}
 
 SharedPlan share_rank0_plan(Communicator& comm, const std::function<pipeline::PlanResult()>& choose) {
   Decision d;

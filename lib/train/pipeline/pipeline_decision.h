@@ -9,10 +9,24 @@
 #include <vector>
 
 #include "lib/comm/communicator.h"
+#include "lib/data/dataset.h"
+#include "lib/job/job.h"
 #include "lib/pipeline/plan.h"
+#include "lib/pipeline/profile.h"
+#include "models/model.h"
 #include "lib/train/pipeline/pipeline_runner.h"
 
 namespace dp::pipeline_detail {
+
+// The model's blocks timed one at a time on every rank, all at once (as they will train: sharing this
+// machine's cores, their emulated slowness at the run's start included): this rank's profile, and every
+// rank's forward and backward time of the whole model at its micro-batch. Collective.
+struct TimedBlocks {
+  pipeline::BlockProfile profile;   // this rank's
+  std::vector<double> step_ms;      // every rank's
+  std::vector<int64_t> local_batch;  // the micro-batch each rank timed at
+};
+TimedBlocks time_blocks_everywhere(const Job& job, Communicator& comm, Model& model, const Dataset& data);
 
 struct SharedPlan {
   pipeline::Plan plan;

@@ -227,16 +227,10 @@ class PipelineStrategy final : public Strategy, private SyncWork {
   // cores, their emulated slowness included); rank 0 plans on those speeds, with its own timings or the
   // job's profile; everyone learns the plan or the error.
   void decide_plan() {
-    in_.comm.barrier();  // every rank has its data: none times its blocks while others still read theirs
-    MemoryMeter::process().set_role("pipeline rank timing the blocks one at a time");
-    const pipeline::BlockProfile timed =
-        profile_blocks(in_.job, in_.model, in_.train_set, profile_micro_batch(in_.job), 5, 2);
-    double ms = 0;
-    for (const pipeline::BlockRow& b : timed.blocks) ms += b.forward_ms + b.backward_ms;
-    ms *= SlowdownEmulator(in_.job, in_.comm.rank()).factor(0);  // the speed at the run's start
-    in_.model.release_working_memory();  // the stage grows it at its own micro-batch, under its meter
-    const std::vector<double> step_ms = in_.comm.allgather_value(ms);
-    const std::vector<int64_t> local_batch = in_.comm.allgather_value(timed.micro_batch);
+    const pipeline_detail::TimedBlocks timed_all = pipeline_detail::time_blocks_everywhere(in_.job, in_.comm, in_.model, in_.train_set);
+    const pipeline::BlockProfile& timed = timed_all.profile;
+    const std::vector<double>& step_ms = timed_all.step_ms;
+    const std::vector<int64_t>& local_batch = timed_all.local_batch;
     const SharedPlan shared = share_rank0_plan(in_.comm, [&] {
       const pipeline::BlockProfile profile =
           in_.job.parallel.pipeline.profile.empty() ? timed : job_layer_profile(in_.job, in_.model);
