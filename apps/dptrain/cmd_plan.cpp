@@ -37,10 +37,7 @@ int cmd_plan(const PlanCommand& cmd) {
                      "plans a pipeline; this job's [parallel] strategy is " + name_of(job.parallel.strategy),
                      "add --set parallel.strategy=pipeline");
   if (job.parallel.strategy == StrategyKind::cgp) return plan_cgp(cmd, job);
-  if (job.parallel.strategy == StrategyKind::cgp_pipeline)
-    throw UsageError(job.source + " [parallel] strategy", "dptrain plan has no planner view of \"cgp-pipeline\" "
-                     "yet (the run plans its groups' stages when it starts)",
-                     "plan its reductions: --set parallel.strategy=pipeline (one group) or cgp");
+  if (job.parallel.strategy == StrategyKind::cgp_pipeline) return plan_cgp_pipeline(cmd, job);
   if (cmd.workers > 0 || cmd.seed_given)
     throw UsageError(cmd.workers > 0 ? "--workers" : "--seed",
                      "plans the groups of strategy cgp or a pipeline; this job's [parallel] strategy is data",

@@ -1,5 +1,6 @@
-// `dptrain plan`'s options (cmd_plan.cpp registers them) and its three views: the data-parallel division
-// and buckets (plan_data.cpp), CGP's groups (plan_cgp.cpp) and a pipeline (plan_pipeline.cpp).
+// `dptrain plan`'s options (cmd_plan.cpp registers them) and its views: the data-parallel division and
+// buckets (plan_data.cpp), CGP's groups (plan_cgp.cpp), a pipeline (plan_pipeline.cpp) and CGP of
+// pipelines (plan_hybrid.cpp).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,8 @@ int plan_data(const PlanCommand& cmd, const Job& job);
 int plan_cgp(const PlanCommand& cmd, const Job& job);
 // --compare: every strategy that applies, predicted on the same inputs and ranked.
 int plan_compare(const PlanCommand& cmd, const Job& job);
+// [parallel] strategy = "cgp-pipeline": the groups, their stages, each rank's role and memory.
+int plan_cgp_pipeline(const PlanCommand& cmd, const Job& job);
 // Strategy "pipeline", or PipeDream's graph.txt: stages, devices, micro-batches and recomputation.
 int plan_pipeline(const PlanCommand& cmd, const Job& job);
 

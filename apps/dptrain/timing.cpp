@@ -26,7 +26,9 @@ estimate::Timing step_timing(const Job& job, const estimate::ModelFacts& facts, 
   const std::optional<estimate::DeviceKind>& device = source.device;
   estimate::Timing t;
   const int64_t share = std::max<int64_t>(1, job.train.global_batch / std::max<int64_t>(1, job.launch.ranks));
-  const int64_t micro = job.parallel.strategy == StrategyKind::pipeline ? profile_micro_batch(job) : share;
+  // A pipeline's stages (a CGP group's too) are timed at the micro-batch the run times its blocks at.
+  const bool staged = job.parallel.strategy == StrategyKind::pipeline || job.parallel.strategy == StrategyKind::cgp_pipeline;
+  const int64_t micro = staged ? profile_micro_batch(job) : share;
   if (source.none) return t;
   if (!source.profile.empty()) {
     if (!pipeline::is_block_profile(source.profile))

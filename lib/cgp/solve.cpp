@@ -81,4 +81,12 @@ Solution solve(const Cluster& cluster, const Workload& workload, const SolveOpti
   return s;
 }
 
+Grouping pipeline_groups(const Job& job) {
+  if (!job.parallel.cgp.groups.empty()) return normalized(Grouping(job.parallel.cgp.groups.begin(), job.parallel.cgp.groups.end()));
+  const Cluster c = cluster_from_job(job);
+  Grouping g;
+  for (int r = 0; r < c.size(); ++r) g.push_back(c.rank(r).node);
+  return normalized(g);
+}
+
 }  // namespace dp::cgp

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 
+#include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
 #include "lib/pipeline/plan_internal.h"
 
@@ -100,14 +101,14 @@ void evaluate(Row& row, const estimate::ModelFacts& facts, const Cluster& c, con
     if (!r.fits) row.fits = false;
   }
   row.peak_limit_bytes = c.rank(row.peak_rank).memory_gb * 1e9;
-  if (job.parallel.strategy == StrategyKind::cgp)
+  if (job.parallel.strategy == StrategyKind::cgp || job.parallel.strategy == StrategyKind::cgp_pipeline)
     row.steps_factor = 1.0 + kStalenessStepCost * e.staleness * double(job.parallel.cgp.exchange_every);
   row.time_s = double(steps) * row.steps_factor * e.step_s;
   switch (job.parallel.strategy) {
     case StrategyKind::data: row.bound = data_bound(row, c); break;
     case StrategyKind::cgp: row.bound = cgp_bound(row); break;
     case StrategyKind::pipeline: row.bound = pipeline_bound(row); break;
-    case StrategyKind::cgp_pipeline:  // not a candidate: no cost model yet
+    case StrategyKind::cgp_pipeline: row.bound = e.bound; break;  // the model names the slowest group's cycle
     case StrategyKind::automatic: break;  // candidates name their strategy
   }
   if (!row.fits)
@@ -174,6 +175,11 @@ std::vector<Candidate> candidates(const Job& job) {
   // A pipeline's stages have their own micro-batches and recomputation ([parallel.pipeline]).
   out.push_back(make(job, "pipeline, planner's plan",
                      {"parallel.strategy=pipeline", "train.micro_batch=0", "train.recompute=none"}));
+  // CGP of pipelines, a group per node: on one node it is the pipeline.
+  if (cluster_from_job(job).nodes() > 1)
+    out.push_back(make(job, "CGP of pipelines, a group per node",
+                       {"parallel.strategy=cgp-pipeline", "parallel.cgp.groups=[]", "train.micro_batch=0",
+                        "train.recompute=none"}));
   return out;
 }
 

@@ -35,7 +35,8 @@ std::string comparison_text(const Comparison& c) {
                          r.candidate.name, "-", "-", "-", "-", "-", r.error);
       continue;
     }
-    const bool cgp = r.candidate.job.parallel.strategy == StrategyKind::cgp;
+    const StrategyKind kind = r.candidate.job.parallel.strategy;
+    const bool cgp = kind == StrategyKind::cgp || kind == StrategyKind::cgp_pipeline;  // groups: stale updates
     out += fmt::format("  {:>2} {:<38} {:>10.1f} {:>10.0f} {:>9} {:>5.2f}x {:>16}  {}\n", mark, r.candidate.name,
                        r.time_s, r.estimate.samples_per_s, cgp ? fmt::format("{:.2f}", r.estimate.staleness) : "-",
                        r.steps_factor, memory_cell(r), r.bound);

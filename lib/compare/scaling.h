@@ -16,7 +16,7 @@ namespace dp::compare {
 
 struct ScalingCell {
   bool planned = false;
-  std::string error;          // why the strategy has no plan at this size
+  std::string error;          // why the strategy has no plan at this size (planned: why it has no simulation)
   bool fits = true;
   double predicted = 0;       // samples/s, the one model
   double simulated = 0;       // samples/s, lib/sim over `steps` steps

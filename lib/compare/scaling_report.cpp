@@ -13,6 +13,7 @@ namespace {
 std::string cell_text(const ScalingCell& c) {
   if (!c.planned) return "no plan";
   if (!c.fits) return "no fit";
+  if (c.simulated <= 0) return fmt::format("{:.0f}/-", c.predicted);  // no simulation model (cgp-pipeline)
   return fmt::format("{:.0f}/{:.0f}", c.predicted, c.simulated);
 }
 
@@ -37,7 +38,7 @@ std::string scaling_text(const Scaling& s) {
   }
   for (size_t i = 0; i < s.workers.size(); ++i)
     for (size_t k = 0; k < s.strategies.size(); ++k)
-      if (!s.cells[i][k].planned)
+      if (!s.cells[i][k].planned || !s.cells[i][k].error.empty())
         out += fmt::format("  {} at {} workers: {}\n", s.strategies[k], s.workers[i], s.cells[i][k].error);
   return out;
 }
@@ -51,7 +52,7 @@ std::string scaling_json(const Scaling& s) {
                           "\"predicted_samples_per_s\": {:.6g}, \"simulated_samples_per_s\": {:.6g}, "
                           "\"seconds\": {:.4g}}}", rows.empty() ? "" : ", ", s.workers[i],
                           json_quoted(s.strategies[k]), c.planned ? "true" : "false",
-                          c.planned ? "null" : json_quoted(c.error), c.fits ? "true" : "false", c.predicted,
+                          c.error.empty() ? "null" : json_quoted(c.error), c.fits ? "true" : "false", c.predicted,
                           c.simulated, c.seconds);
     }
   return fmt::format("{{\"steps\": {}, \"noise\": {}, \"seed\": {}, \"timing_basis\": {}, \"points\": [{}]}}\n", s.steps,

@@ -183,16 +183,14 @@ Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c,
     case StrategyKind::data: data_ranks(job, facts, c, t, e); break;
     case StrategyKind::cgp: detail::cgp_ranks(job, facts, c, t, e); break;
     case StrategyKind::pipeline: detail::pipeline_ranks(job, facts, c, t, e); break;
-    case StrategyKind::cgp_pipeline:
-      throw UsageError(job.source + " [parallel] strategy", "dptrain has no cost model of \"cgp-pipeline\" yet",
-                       "estimate its reductions: --set parallel.strategy=pipeline (one group) or cgp (one stage "
-                       "per group)");
+    case StrategyKind::cgp_pipeline: detail::cgp_pipeline_ranks(job, facts, c, t, e); break;
     case StrategyKind::automatic:
       throw UsageError(job.source + " [parallel] strategy", "\"auto\" is chosen when the run starts; the estimate is "
                        "of one strategy", "compare them all with dptrain plan JOB --compare, or add --set "
                        "parallel.strategy=data (cgp, pipeline)");
   }
-  if (job.parallel.strategy != StrategyKind::pipeline) levers_note(job.train, e);
+  if (job.parallel.strategy != StrategyKind::pipeline && job.parallel.strategy != StrategyKind::cgp_pipeline)
+    levers_note(job.train, e);
   std::sort(e.ranks.begin(), e.ranks.end(), [](const RankEstimate& a, const RankEstimate& b) { return a.rank < b.rank; });
   for (RankEstimate& r : e.ranks) {
     r.host_bytes += facts.dataset_bytes;
@@ -200,7 +198,8 @@ Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c,
     r.memory_limit_bytes = c.rank(r.rank).memory_gb * 1e9;
     r.fits = r.memory_limit_bytes <= 0 || r.memory.total() <= r.memory_limit_bytes;
   }
-  if (job.parallel.strategy != StrategyKind::cgp) split_step(job, e);  // CGP's groups step on their own
+  const bool grouped = job.parallel.strategy == StrategyKind::cgp || job.parallel.strategy == StrategyKind::cgp_pipeline;
+  if (!grouped) split_step(job, e);  // CGP's groups step on their own
   if (e.step_s > 0) {
     e.samples_per_s = double(job.train.global_batch) / e.step_s;
     // Rank 0 evaluates the test set (forward only, about a third of a training step per sample).

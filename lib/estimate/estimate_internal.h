@@ -32,7 +32,13 @@ void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster&
 // What a replica of `param_bytes` of parameters (among `replicas`) holds besides its buffers while it
 // writes a checkpoint: its piece's optimizer state (none for a lone replica).
 double checkpoint_piece_bytes(const Job& job, double param_bytes, int replicas);
+// The ranks of `plan`'s stages (a stage's rank i is the cluster's rank_of[i]), each as the planner's
+// memory model and `pred` say (times only when `timed`), `role` before each one's role.
+void stage_ranks(const Job& job, const ModelFacts& facts, const pipeline::Workload& w, const pipeline::Plan& plan,
+                 const pipeline::Prediction& pred, bool timed, const std::vector<int>& rank_of, const std::string& role,
+                 std::vector<RankEstimate>& out);
 void cgp_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
 void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
+void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
 
 }  // namespace dp::estimate::detail

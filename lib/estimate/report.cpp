@@ -43,9 +43,11 @@ std::string estimate_text(const Estimate& e) {
   else
     out += fmt::format("steps: {} per epoch, {} in all (no times: give --profile or --device)\n", e.steps_per_epoch,
                        e.total_steps);
-  if (!e.bound.empty())
+  if (!e.bound.empty() && e.compute_s + e.comm_s + e.bubble_s + e.update_s > 0)
     out += fmt::format("step split: compute {}, communication {}, bubble {}, update {}; bound by {}\n",
                        part(e.compute_s), part(e.comm_s), part(e.bubble_s), part(e.update_s), e.bound);
+  else if (!e.bound.empty())
+    out += fmt::format("bound by {}\n", e.bound);  // groups stepping on their own: no one step to split
   const ResourceRequest& q = e.request;
   out += fmt::format("request: {} rank(s) on {} node(s), {} per node; per rank {} core(s), {} MiB, {} GPU(s); "
                      "per node {} core(s), {} MiB, {} GPU(s); time limit {}\n",

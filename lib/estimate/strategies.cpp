@@ -115,15 +115,9 @@ void cgp_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const 
   }
 }
 
-void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e) {
-  const pipeline::BlockProfile profile = t.profile ? *t.profile : shape_profile(facts, profile_micro_batch(job));
-  const pipeline::Workload w = job_pipeline_workload(job, profile);
-  const PipelineChoice choice = choose_pipeline_plan(job, w, c);
-  const pipeline::Plan& plan = choice.result.plan;
-  e.pipeline_plan = choice.result;
-  const pipeline::Prediction& pred = choice.result.prediction;
-  e.strategy = fmt::format("pipeline ({} stage(s), {} micro-batches, {})", plan.stages.size(), plan.micro_batches,
-                           choice.how);
+void stage_ranks(const Job& job, const ModelFacts& facts, const pipeline::Workload& w, const pipeline::Plan& plan,
+                 const pipeline::Prediction& pred, bool timed, const std::vector<int>& rank_of, const std::string& role,
+                 std::vector<RankEstimate>& out) {
   const double probe = block_probe_bytes(job, facts, std::min(profile_micro_batch(job), facts.train_samples));
   const pipeline::detail::Prefix prefix(w);
   for (size_t s = 0; s < plan.stages.size(); ++s) {
@@ -134,8 +128,8 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
         pipeline::detail::device_bytes(w, prefix, st.first, st.last, st.recompute, st.ranks.size());
     for (size_t i = 0; i < st.ranks.size(); ++i) {
       RankEstimate r;
-      r.rank = st.ranks[i];
-      r.role = fmt::format("stage {} (blocks {}-{}{})", s, st.first, st.last,
+      r.rank = rank_of[size_t(st.ranks[i])];
+      r.role = fmt::format("{}stage {} (blocks {}-{}{})", role, s, st.first, st.last,
                            st.recompute.empty() ? "" : fmt::format(", recomputing {}", st.recompute.size()));
       r.samples = sp.shares[i];
       r.memory.params = r.memory.grads = params;
@@ -149,14 +143,28 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
       const double training = r.memory.params + r.memory.grads + r.memory.optimizer + r.memory.activations +
                               r.memory.workspace;
       r.memory.other = std::max(training + facts.fixed_bytes + piece, probe) - training;
-      if (t.profile) {
+      if (timed) {
         r.compute_s = double(plan.micro_batches) * (sp.forward_s + sp.backward_s);
         r.comm_s = double(plan.micro_batches) * sp.link_s + sp.allreduce_s;
         r.update_s = sp.update_s;
       }
-      e.ranks.push_back(r);
+      out.push_back(r);
     }
   }
+}
+
+void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e) {
+  const pipeline::BlockProfile profile = t.profile ? *t.profile : shape_profile(facts, profile_micro_batch(job));
+  const pipeline::Workload w = job_pipeline_workload(job, profile);
+  const PipelineChoice choice = choose_pipeline_plan(job, w, c);
+  const pipeline::Plan& plan = choice.result.plan;
+  e.pipeline_plan = choice.result;
+  const pipeline::Prediction& pred = choice.result.prediction;
+  e.strategy = fmt::format("pipeline ({} stage(s), {} micro-batches, {})", plan.stages.size(), plan.micro_batches,
+                           choice.how);
+  std::vector<int> every(size_t(c.size()));
+  for (int r = 0; r < c.size(); ++r) every[size_t(r)] = r;
+  stage_ranks(job, facts, w, plan, pred, t.profile.has_value(), every, "", e.ranks);
   // Ranks the plan leaves out: listed as idle (the job still asks for them).
   std::vector<bool> used(size_t(c.size()), false);
   for (const RankEstimate& r : e.ranks) used[size_t(r.rank)] = true;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 
@@ -77,6 +78,14 @@ Cluster pipeline_cluster(const Job& job) {
   std::vector<double> speeds = c.speeds();
   for (size_t r = 0; r < speeds.size() && r < slow.size(); ++r) speeds[r] /= slow[r];
   return c.with_speeds(speeds);
+}
+
+Job pipeline_group_job(const Job& job, int group_size) {
+  Job j = job;
+  j.train.global_batch = std::max<int64_t>(
+      1, std::llround(double(job.train.global_batch) * group_size / double(std::max<int64_t>(1, job.launch.ranks))));
+  j.launch.ranks = group_size;
+  return j;
 }
 
 int64_t profile_micro_batch(const Job& job) {

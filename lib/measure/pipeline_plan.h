@@ -55,6 +55,10 @@ pipeline::Workload job_pipeline_workload(const Job& job, const pipeline::BlockPr
 // its device count and plan (pipeline::smallest_pipeline), else that more memory is needed.
 std::string smallest_pipeline_hint(const pipeline::Workload& w, const Cluster& c, uint64_t seed);
 
+// A group of strategy "cgp-pipeline" as a pipeline job of its own: `group_size` ranks, its share of the
+// global batch (in proportion to its ranks). Its stages are planned with it.
+Job pipeline_group_job(const Job& job, int group_size);
+
 struct PipelineChoice {
   pipeline::PlanResult result;        // the plan and its prediction
   pipeline::Workload workload;

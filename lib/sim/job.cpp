@@ -36,7 +36,9 @@ Result simulate_estimate(const Job& job, const estimate::ModelFacts& facts, cons
       const pipeline::PlanResult& p = *priced.pipeline_plan;
       return simulate_pipeline(c, p.plan, p.prediction, job.train.global_batch, v, steps, seed);
     }
-    case StrategyKind::cgp_pipeline:  // estimate refuses it first: no cost model to replay
+    case StrategyKind::cgp_pipeline:
+      throw UsageError(job.source + " [parallel] strategy", "the simulator has no model of \"cgp-pipeline\" yet",
+                       "its prediction is estimate's; simulate its reductions (cgp, pipeline)");
     case StrategyKind::automatic: break;
   }
   throw UsageError(job.source + " [parallel] strategy", "\"auto\" is not one strategy to simulate",

@@ -260,8 +260,9 @@ expect_error "a link of bandwidth 0" 2 "cluster.links.cross_gbps|greater than 0"
 expect_error "CGP of pipelines in groups of unequal size" 2 "[parallel.cgp] groups|groups of 3 and 1 ranks|equal in size" -- \
   "$DPTRAIN" run good.toml --set parallel.strategy=cgp-pipeline --set launch.ranks=4 \
   --set "parallel.cgp.groups=[0, 0, 0, 1]" --out hybrid-new
-expect_error "estimate of CGP of pipelines (no model yet)" 2 "[parallel] strategy|no cost model of|parallel.strategy=pipeline" -- \
-  "$DPTRAIN" estimate good.toml --set parallel.strategy=cgp-pipeline
+expect_error "estimate of CGP of pipelines in groups of unequal size" 2 "[parallel.cgp] groups|groups of 3 and 1 ranks" -- \
+  "$DPTRAIN" estimate good.toml --set parallel.strategy=cgp-pipeline --set launch.ranks=4 \
+  --set "parallel.cgp.groups=[0, 0, 0, 1]"
 # Pipelines (strategy "pipeline" checks its stages, its profile and, with memory limits, that a plan fits
 # before any rank starts). The MLP of hidden [16, 16] has 3 blocks: fc1, fc2, fc3.
 pipe=(--set parallel.strategy=pipeline --set "model.hidden=[16, 16]")

@@ -1,7 +1,8 @@
 // The estimate's search for the fewest devices of a kind (lib/estimate/fit.cpp) against the estimate on
 // every device count: the answer is the first count whose largest rank fits the kind's memory, and the
 // count before it does not fit; a kind nothing fits on says so. Also the request's sizes, the roofline
-// times of a known device, and what [train] micro_batch and recompute change in both.
+// times of a known device, what [train] micro_batch and recompute change in both, and CGP of pipelines
+// against its reductions.
 #define BOOST_TEST_MODULE estimate_fit
 #include <boost/test/unit_test.hpp>
 
@@ -161,4 +162,46 @@ BOOST_AUTO_TEST_CASE(a_pipeline_the_planner_finds_feasible_fits_by_the_estimate)
   }
   BOOST_TEST(planned > 0);
   BOOST_TEST(replicated > 0);
+}
+
+// CGP of pipelines: one group is the pipeline's estimate exactly (its exchanges carry no parameters);
+// two equal groups on links too fast to matter are two pipelines of half the batch side by side, each
+// update one stale; over a slow link between them they lose what their exchanges take.
+BOOST_AUTO_TEST_CASE(cgp_of_pipelines_is_its_groups_pipelines_and_their_exchanges) {
+  Job job = load_job(std::string(DPTRAIN_SOURCE_DIR) + "/configs/gpt.toml",
+                     {"model.tied_head=false", "model.layers=2", "launch.ranks=4", "train.global_batch=64",
+                      "cluster.ranks_per_node=2", "parallel.pipeline.stages=\"0-1,2-3\"",
+                      "parallel.pipeline.micro_batches=4"});
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  estimate::Timing t;
+  t.profile = estimate::roofline_profile(facts, estimate::device_kind("h200", "--device"), false, 8);
+  auto predict = [&](Job j) { return estimate::estimate_job(j, facts, cluster_from_job(j), t, {}); };
+
+  Job one = job;
+  one.parallel.strategy = StrategyKind::cgp_pipeline;
+  one.parallel.cgp.groups = {0, 0, 0, 0};
+  one.parallel.pipeline.stages = "0-1x2,2-3x2";
+  Job piped = one;
+  piped.parallel.strategy = StrategyKind::pipeline;
+  BOOST_TEST(predict(one).samples_per_s == predict(piped).samples_per_s, boost::test_tools::tolerance(1e-12));
+
+  Job two = job;  // a group per node, each a pipeline of 2 stages
+  two.parallel.strategy = StrategyKind::cgp_pipeline;
+  two.cluster.links.node_gbps = two.cluster.links.rack_gbps = two.cluster.links.cross_gbps = 1e6;
+  two.cluster.links.node_latency_us = two.cluster.links.rack_latency_us = two.cluster.links.cross_latency_us = 0;
+  Job half = two;
+  half.parallel.strategy = StrategyKind::pipeline;
+  half.launch.ranks = 2;
+  half.train.global_batch = 32;
+  half.cluster.ranks_per_node = 2;
+  const estimate::Estimate fast = predict(two);
+  BOOST_TEST(fast.samples_per_s == 2 * predict(half).samples_per_s, boost::test_tools::tolerance(1e-3));
+  BOOST_TEST(fast.staleness == 1.0, boost::test_tools::tolerance(1e-3));  // group 1 exchanges over a link
+  BOOST_TEST(fast.ranks.size() == size_t(4));
+
+  Job slow = two;
+  slow.cluster.links.rack_gbps = slow.cluster.links.cross_gbps = 0.1;
+  const estimate::Estimate over_slow = predict(slow);
+  BOOST_TEST(over_slow.samples_per_s < 0.9 * fast.samples_per_s);
+  BOOST_TEST(over_slow.bound.find("exchange") != std::string::npos);
 }

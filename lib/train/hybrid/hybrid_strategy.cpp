@@ -31,25 +31,6 @@ using namespace cgp_detail;
 using hybrid_detail::GroupPlace;
 using hybrid_detail::PipelineGroup;
 
-// [parallel.cgp] groups, else one group per node of [cluster]; normalized.
-cgp::Grouping hybrid_grouping(const Job& job) {
-  if (!job.parallel.cgp.groups.empty())
-    return cgp::normalized(std::vector<int>(job.parallel.cgp.groups.begin(), job.parallel.cgp.groups.end()));
-  const Cluster c = cluster_from_job(job);
-  cgp::Grouping g;
-  for (int r = 0; r < c.size(); ++r) g.push_back(c.rank(r).node);
-  return cgp::normalized(g);
-}
-
-// The group's job: its ranks, its share of the global batch.
-Job group_job(const Job& job, int group_size) {
-  Job j = job;
-  j.train.global_batch = std::max<int64_t>(1, std::llround(double(job.train.global_batch) * group_size /
-                                                           double(job.launch.ranks)));
-  j.launch.ranks = group_size;
-  return j;
-}
-
 class HybridStrategy final : public Strategy {
  public:
   explicit HybridStrategy(StrategyInputs in)
@@ -62,7 +43,7 @@ class HybridStrategy final : public Strategy {
       throw JobError("[launch] ranks", fmt::format("the groups are formed of the job's {} rank(s), this launch has {}",
                                                    in_.job.launch.ranks, in_.comm.size()),
                      "launch the job's ranks, or set launch.ranks to the launch's");
-    grouping_ = hybrid_grouping(in_.job);
+    grouping_ = cgp::pipeline_groups(in_.job);
     const int me = in_.comm.rank();
     GroupPlace place;
     place.group = grouping_[size_t(me)];
@@ -71,7 +52,7 @@ class HybridStrategy final : public Strategy {
     std::vector<int> group0;
     for (int r = 0; r < int(grouping_.size()); ++r)
       if (grouping_[size_t(r)] == 0) group0.push_back(r);
-    const Job gj = group_job(in_.job, int(group0.size()));
+    const Job gj = pipeline_group_job(in_.job, int(group0.size()));
     const pipeline_detail::TimedBlocks timed =
         pipeline_detail::time_blocks_everywhere(in_.job, in_.comm, in_.model, in_.train_set);
     const pipeline_detail::SharedPlan shared = pipeline_detail::share_rank0_plan(in_.comm, [&] {
@@ -253,7 +234,7 @@ void check_hybrid_job(const Job& job, const Model&) {
   if (job.train.on_nonfinite == OnNonfinite::skip)
     throw JobError("[train] on_nonfinite", "\"skip\" undoes a step on every rank, which strategy \"cgp-pipeline\"'s "
                    "asynchronous groups cannot", "set on_nonfinite = \"stop\"");
-  const cgp::Grouping g = hybrid_grouping(job);
+  const cgp::Grouping g = cgp::pipeline_groups(job);
   std::vector<int> sizes(size_t(*std::max_element(g.begin(), g.end()) + 1), 0);
   for (int x : g) ++sizes[size_t(x)];
   for (int s : sizes)
