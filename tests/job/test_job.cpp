@@ -257,7 +257,7 @@ BOOST_AUTO_TEST_CASE(enumerations) {
       {"[train]\ndevice = \"cpus\"\n", "train.device: unknown value 'cpus'",
        "did you mean 'cpu'? valid values: auto, cpu, cuda"},
       {"[parallel]\nstrategy = \"date\"\n", "parallel.strategy: unknown value 'date'",
-       "did you mean 'data'? valid values: data, cgp, pipeline, auto"},
+       "did you mean 'data'? valid values: data, cgp, pipeline, cgp-pipeline, auto"},
       {"[parallel.comm]\nalgorithm = \"rign\"\n", "parallel.comm.algorithm: unknown value 'rign'",
        "did you mean 'ring'? valid values: native, ring, mra"},
       {"[log]\nprogress = \"bars\"\n", "log.progress: unknown value 'bars'",

@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(every_value_of_every_enumerated_key_reads_and_writes_back) 
     }
   }
   BOOST_TEST(keys == 15);
-  BOOST_TEST(values == 43);
+  BOOST_TEST(values == 44);
 }
 
 BOOST_AUTO_TEST_CASE(every_enumerated_key_refuses_an_unknown_name_listing_its_names) {

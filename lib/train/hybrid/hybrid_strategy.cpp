@@ -104,6 +104,12 @@ class HybridStrategy final : public Strategy {
                             prediction_->stages[size_t(s)].forward_s * 1e3, prediction_->stages[size_t(s)].backward_s * 1e3);
       lines.push_back(line);
     }
+    if (!speeds_.empty()) {
+      const double fastest = *std::max_element(speeds_.begin(), speeds_.end());
+      std::string speeds;
+      for (double v : speeds_) speeds += fmt::format("{}{:.3g}", speeds.empty() ? "" : ", ", v / fastest);
+      lines.push_back("  group 0's speeds measured on all ranks at once, relative to its fastest: [" + speeds + "]");
+    }
     if (prediction_)
       lines.push_back(fmt::format("  predicted for group 0 alone: {:.3g} ms per mini-batch, {:.0f} samples/s",
                                   prediction_->minibatch_s * 1e3, prediction_->samples_per_s));
