@@ -118,7 +118,7 @@ Solution solve(const Cluster& cluster, const Workload& w, const SolveOptions& o)
 // Groups renumbered in order of first appearance: {2, 2, 0, 1} -> {0, 0, 1, 2}.
 Grouping normalized(const Grouping& g);
 // Strategy "cgp-pipeline"'s groups: [parallel.cgp] groups, else one group per node of the job's
-// [cluster]; normalized.
+// [cluster]; normalized. Throws JobError for groups of unequal size (each runs the same stages).
 Grouping pipeline_groups(const Job& job);
 // The members of each group, groups in order of first appearance: "{0,1,2} {3,4} {5}".
 std::string grouping_text(const Grouping& g);

@@ -3,6 +3,7 @@
 // there is none.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "lib/cgp/cgp_internal.h"
@@ -82,11 +83,22 @@ Solution solve(const Cluster& cluster, const Workload& workload, const SolveOpti
 }
 
 Grouping pipeline_groups(const Job& job) {
-  if (!job.parallel.cgp.groups.empty()) return normalized(Grouping(job.parallel.cgp.groups.begin(), job.parallel.cgp.groups.end()));
-  const Cluster c = cluster_from_job(job);
-  Grouping g;
-  for (int r = 0; r < c.size(); ++r) g.push_back(c.rank(r).node);
-  return normalized(g);
+  const bool given = !job.parallel.cgp.groups.empty();
+  Grouping g(job.parallel.cgp.groups.begin(), job.parallel.cgp.groups.end());
+  if (!given) {
+    const Cluster c = cluster_from_job(job);
+    for (int r = 0; r < c.size(); ++r) g.push_back(c.rank(r).node);
+  }
+  g = normalized(g);
+  std::vector<int> sizes(size_t(*std::max_element(g.begin(), g.end()) + 1), 0);
+  for (int x : g) ++sizes[size_t(x)];
+  for (int s : sizes)
+    if (s != sizes[0])
+      throw JobError(given ? "[parallel.cgp] groups" : "[cluster] ranks_per_node",
+                     fmt::format("groups of {} and {} ranks: every group of strategy \"cgp-pipeline\" runs the same "
+                                 "stages on as many ranks", sizes[0], s),
+                     "make the groups (or nodes) equal in size");
+  return g;
 }
 
 }  // namespace dp::cgp

@@ -28,12 +28,6 @@ void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& 
   const int groups = *std::max_element(grouping.begin(), grouping.end()) + 1;
   std::vector<std::vector<int>> members(static_cast<size_t>(groups));
   for (int r = 0; r < int(grouping.size()); ++r) members[size_t(grouping[size_t(r)])].push_back(r);
-  for (const std::vector<int>& m : members)
-    if (m.size() != members[0].size())
-      throw JobError("[parallel.cgp] groups", fmt::format("groups of {} and {} ranks: every group of strategy "
-                                                          "\"cgp-pipeline\" runs the same stages on as many ranks",
-                                                          members[0].size(), m.size()),
-                     "make the groups (or nodes) equal in size");
   const Job gj = pipeline_group_job(job, int(members[0].size()));
   const pipeline::BlockProfile profile = t.profile ? *t.profile : shape_profile(facts, profile_micro_batch(job));
   const pipeline::Workload w = job_pipeline_workload(gj, profile);

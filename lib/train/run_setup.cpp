@@ -98,6 +98,17 @@ void agree_on_resume(Communicator& comm, Setup& s, const Job& job) {
 
 namespace dp {
 
+StepStats summed_over_ranks(Communicator& comm, const StepStats& mine) {
+  if (comm.size() == 1) return mine;
+  StepStats total;
+  for (const StepStats& s : comm.allgather_value(mine)) {
+    total.loss_sum += s.loss_sum;
+    total.correct += s.correct;
+    total.count += s.count;
+  }
+  return total;
+}
+
 StepStats evaluate_on_rank0(const Communicator& comm, Model& model, const Dataset& held_out, int64_t micro_batch) {
   if (comm.rank() != 0) return {};
   const int64_t chunk = micro_batch > 0 ? std::min(micro_batch, evaluation_chunk(held_out))

@@ -65,6 +65,8 @@ struct Reached {
 // parts of at most micro_batch samples ([train] micro_batch) when that is > 0 and smaller.
 StepStats evaluate_on_rank0(const Communicator& comm, Model& model, const Dataset& held_out,
                             int64_t micro_batch = 0);
+// Collective: every rank's loss terms added up, in rank order (the same sum on every rank).
+StepStats summed_over_ranks(Communicator& comm, const StepStats& mine);
 
 // After step `step`, from every rank's record of it (a `stop_signal` field each, 0: none): where the
 // strategy stops, the same on every rank.

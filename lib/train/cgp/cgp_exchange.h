@@ -113,6 +113,11 @@ struct GroupTally {
 PhaseGroupsLine phase_groups_line(int64_t step, const cgp::Grouping& grouping, const cgp::Prediction& predicted,
                                   const std::vector<GroupTally>& tallies, double phase_seconds);
 
+// Rank 0: the steps a (leading) server completed, in order, to the trainer. Each exchange's rank lines are
+// written as they come, whatever [log] every says. A non-finite loss stops the run here (NonFiniteError):
+// the groups applied their updates before the server heard of it, so no step can be undone.
+void report_steps(std::vector<StepRecord> steps, const StepSink& sink);
+
 class ParameterServer {
  public:
   // On rank 0: `comm` is the server's own communicator (all ranks; its other ranks only send and

@@ -4,12 +4,27 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
+#include "lib/core/error.h"
 #include "lib/train/cgp/cgp_exchange.h"
 
 namespace dp::cgp_detail {
 
 using Clock = std::chrono::steady_clock;
+
+void report_steps(std::vector<StepRecord> steps, const StepSink& sink) {
+  for (StepRecord& r : steps) {
+    if (!std::isfinite(r.loss))
+      throw NonFiniteError("[train] on_nonfinite", fmt::format("step {}: the training loss is {}; the run stops "
+                                                               "here, its newest checkpoint is from before it",
+                                                               r.step, r.loss),
+                           "lower [optim] lr (or add warmup_steps)", false);
+    for (const TrainLine& line : r.ranks) sink.record(train_line_json(line));
+    r.ranks.clear();
+    sink.step(r);
+  }
+}
 
 std::vector<double> ParameterServer::recent_speeds() const {
   std::vector<double> out;

@@ -235,22 +235,6 @@ class CgpStrategy final : public Strategy {
     return end;
   }
 
-  // Rank 0: the steps the server completed, in order. Each exchange's rank lines are written as they
-  // come, whatever [log] every says. A non-finite loss stops the run here: the groups applied their
-  // updates before the server heard of it, so no step can be undone.
-  static void report_steps(std::vector<StepRecord> steps, const StepSink& sink) {
-    for (StepRecord& r : steps) {
-      if (!std::isfinite(r.loss))
-        throw NonFiniteError("[train] on_nonfinite", fmt::format("step {}: the training loss is {}; the run stops "
-                                                                 "here, its newest checkpoint is from before it",
-                                                                 r.step, r.loss),
-                             "lower [optim] lr (or add warmup_steps)", false);
-      for (const TrainLine& line : r.ranks) sink.record(train_line_json(line));
-      r.ranks.clear();
-      sink.step(r);
-    }
-  }
-
   static double mean(const std::vector<double>& v) {
     double sum = 0;
     for (double x : v) sum += x;

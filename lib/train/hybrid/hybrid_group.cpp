@@ -9,8 +9,6 @@
 
 #include "lib/core/stop_signal.h"
 #include "lib/core/trace.h"
-#include "lib/measure/device.h"
-#include "lib/pipeline/schedule.h"
 
 namespace dp::hybrid_detail {
 
@@ -38,22 +36,13 @@ void PipelineGroup::build_stage(const pipeline_detail::SharedPlan& shared) {
   stage_comm_ = group_comm_->split(s >= 0 ? s : S + group_place_.local, group_place_.local);
   if (s < 0) return;
   MemoryMeter::process().set_role(fmt::format("stage {} of {} in group {}", s, S, group_place_.group));
-  const pipeline::Stage& st = shared.plan.stages[size_t(s)];
-  std::vector<bool> recompute(size_t(st.last - st.first + 1), false);
-  for (int b : st.recompute) recompute[size_t(b - st.first)] = true;
-  stage_ = std::make_unique<Stage>(in_.model, st.first, st.last, pipeline::in_flight(s, S, int(place_.micro_batches)),
-                                   recompute);
-  std::vector<ParamRange> ranges;  // the stage's blocks, in its own offsets
-  for (int b = st.first; b <= st.last; ++b) {
-    const BlockShape& shape = in_.model.block(b).shape();
-    if (shape.param_count > 0) ranges.push_back({shape.param_offset - stage_->param_begin(), shape.param_count});
-  }
-  GradSyncOptions options = grad_sync_options(in_.job.parallel.comm);
-  if (stage_comm_->size() == 1) options.algorithm = CommAlgorithm::native;  // nothing to sum: update in place
-  sync_ = make_gradient_sync(options, *stage_comm_, stage_->params(), stage_->grads(), ranges);
-  optimizer_ = make_optimizer(in_.job.optim, sync_->state_count(), in_.kernels);
-  runner_ = std::make_unique<pipeline_detail::StageRunner>(*group_comm_, *stage_, place_, *sync_, in_.train_set,
-                                                           emulator_, paced_by_thread_cpu(in_.kernels));
+  pipeline_detail::StageParts parts =
+      pipeline_detail::build_stage_parts(in_.job, in_.model, shared.plan.stages[size_t(s)], place_, *group_comm_,
+                                         *stage_comm_, in_.train_set, emulator_, in_.kernels);
+  stage_ = std::move(parts.stage);
+  sync_ = std::move(parts.sync);
+  optimizer_ = std::move(parts.optimizer);
+  runner_ = std::move(parts.runner);
 }
 
 // The shard of this rank's stage: its communicator (the stage's ranks of every group, its host, group
@@ -161,19 +150,7 @@ double PipelineGroup::train_chunk(int64_t begin, int64_t count, const std::funct
 }
 
 StepStats PipelineGroup::evaluate(const Dataset& held_out) {
-  StepStats mine;
-  if (!runner_) return mine;
-  std::vector<uint32_t> samples;
-  for (int64_t begin = 0; begin < held_out.count; begin += group_batch_) {
-    const int64_t n = std::min(group_batch_, held_out.count - begin);
-    samples.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i) samples[size_t(i)] = uint32_t(begin + i);
-    const StepStats s = runner_->evaluate(samples, held_out);
-    mine.loss_sum += s.loss_sum;
-    mine.correct += s.correct;
-    mine.count += s.count;
-  }
-  return mine;
+  return runner_ ? runner_->evaluate_all(held_out, group_batch_) : StepStats{};
 }
 
 }  // namespace dp::hybrid_detail

@@ -174,13 +174,7 @@ class HybridStrategy final : public Strategy {
   StepStats evaluate(const Dataset& held_out) override {
     const MeterScope scope(meter_);
     const StepStats mine = place_.group == 0 ? group_->evaluate(held_out) : StepStats{};
-    StepStats total;
-    for (const StepStats& s : in_.comm.allgather_value(mine)) {  // in rank order: the same sum everywhere
-      total.loss_sum += s.loss_sum;
-      total.correct += s.correct;
-      total.count += s.count;
-    }
-    return total;
+    return summed_over_ranks(in_.comm, mine);
   }
 
   // Sharded as a pipeline's: group 0's replicas of each stage write its pieces (the global model, group
@@ -207,20 +201,6 @@ class HybridStrategy final : public Strategy {
   }
 
  private:
-  // Rank 0: the steps the leading shard completed, in order (as strategy "cgp" reports them).
-  static void report_steps(std::vector<StepRecord> steps, const StepSink& sink) {
-    for (StepRecord& r : steps) {
-      if (!std::isfinite(r.loss))
-        throw NonFiniteError("[train] on_nonfinite", fmt::format("step {}: the training loss is {}; the run stops "
-                                                                 "here, its newest checkpoint is from before it",
-                                                                 r.step, r.loss),
-                             "lower [optim] lr (or add warmup_steps)", false);
-      for (const TrainLine& line : r.ranks) sink.record(train_line_json(line));
-      r.ranks.clear();
-      sink.step(r);
-    }
-  }
-
   StrategyInputs in_;
   SampleClock clock_;
   SlowdownEmulator emulator_;
@@ -240,15 +220,7 @@ void check_hybrid_job(const Job& job, const Model&) {
   if (job.train.on_nonfinite == OnNonfinite::skip)
     throw JobError("[train] on_nonfinite", "\"skip\" undoes a step on every rank, which strategy \"cgp-pipeline\"'s "
                    "asynchronous groups cannot", "set on_nonfinite = \"stop\"");
-  const cgp::Grouping g = cgp::pipeline_groups(job);
-  std::vector<int> sizes(size_t(*std::max_element(g.begin(), g.end()) + 1), 0);
-  for (int x : g) ++sizes[size_t(x)];
-  for (int s : sizes)
-    if (s != sizes[0])
-      throw JobError(job.parallel.cgp.groups.empty() ? "[cluster] ranks_per_node" : "[parallel.cgp] groups",
-                     fmt::format("groups of {} and {} ranks: every group of strategy \"cgp-pipeline\" runs the same "
-                                 "stages on as many ranks", sizes[0], s),
-                     "make the groups (or nodes) equal in size");
+  (void)cgp::pipeline_groups(job);  // equal groups
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "lib/core/trace.h"
+#include "lib/measure/device.h"
 #include "lib/pipeline/layout.h"
 #include "lib/pipeline/schedule.h"
 
@@ -310,6 +311,43 @@ MiniBatchTimes StageRunner::run(std::span<const uint32_t> samples, float loss_sc
 StepStats StageRunner::evaluate(std::span<const uint32_t> samples, const Dataset& held_out) {
   MiniBatch minibatch(*this, layout_for(int64_t(samples.size())), samples, 1.0f, 0, held_out);
   return minibatch.evaluate().stats;
+}
+
+StepStats StageRunner::evaluate_all(const Dataset& held_out, int64_t batch) {
+  StepStats total;
+  std::vector<uint32_t> samples;
+  for (int64_t begin = 0; begin < held_out.count; begin += batch) {
+    const int64_t n = std::min(batch, held_out.count - begin);
+    samples.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i) samples[size_t(i)] = uint32_t(begin + i);
+    const StepStats s = evaluate(samples, held_out);
+    total.loss_sum += s.loss_sum;
+    total.correct += s.correct;
+    total.count += s.count;
+  }
+  return total;
+}
+
+StageParts build_stage_parts(const Job& job, Model& model, const pipeline::Stage& st, const Placement& place,
+                             Communicator& comm, Communicator& replicas, const Dataset& data,
+                             SlowdownEmulator& emulator, const Kernels& kernels) {
+  StageParts p;
+  std::vector<bool> recompute(size_t(st.last - st.first + 1), false);
+  for (int b : st.recompute) recompute[size_t(b - st.first)] = true;
+  p.stage = std::make_unique<Stage>(model, st.first, st.last,
+                                    pipeline::in_flight(place.stage, place.stages(), int(place.micro_batches)),
+                                    recompute);
+  std::vector<ParamRange> ranges;  // the stage's blocks, in its own offsets
+  for (int b = st.first; b <= st.last; ++b) {
+    const BlockShape& shape = model.block(b).shape();
+    if (shape.param_count > 0) ranges.push_back({shape.param_offset - p.stage->param_begin(), shape.param_count});
+  }
+  GradSyncOptions options = grad_sync_options(job.parallel.comm);
+  if (replicas.size() == 1) options.algorithm = CommAlgorithm::native;  // nothing to sum: update in place
+  p.sync = make_gradient_sync(options, replicas, p.stage->params(), p.stage->grads(), ranges);
+  p.optimizer = make_optimizer(job.optim, p.sync->state_count(), kernels);
+  p.runner = std::make_unique<StageRunner>(comm, *p.stage, place, *p.sync, data, emulator, paced_by_thread_cpu(kernels));
+  return p;
 }
 
 }  // namespace dp::pipeline_detail

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -18,7 +19,10 @@
 #include "lib/balance/emulate.h"
 #include "lib/comm/communicator.h"
 #include "lib/data/dataset.h"
+#include "lib/job/job.h"
 #include "lib/mra/mra.h"
+#include "lib/optim/optimizer.h"
+#include "lib/pipeline/plan.h"
 #include "models/buffer.h"
 #include "models/stage.h"
 
@@ -59,6 +63,9 @@ class StageRunner {
   // in micro-batches, no gradients, no emulated slowness. The loss terms this rank computed (the last
   // stage's replicas; others: none).
   StepStats evaluate(std::span<const uint32_t> samples, const Dataset& held_out);
+  // The same over the whole of `held_out`, in mini-batches of `batch` (the training's, so that no slot
+  // grows past what training holds).
+  StepStats evaluate_all(const Dataset& held_out, int64_t batch);
 
  private:
   struct Layout;    // the rows and pieces of one mini-batch size (pipeline_runner.cpp)
@@ -78,5 +85,19 @@ class StageRunner {
   BatchBuffer host_;
   std::vector<std::unique_ptr<Layout>> layouts_;  // by mini-batch size (a short last batch has its own)
 };
+
+// What a rank holds of its stage `st` (stage place.stage of the plan), built under the caller's memory
+// meter: the stage (its blocks, their recomputation, a slot per micro-batch in flight), its gradient sync
+// over `replicas` (the stage's replicas; native when alone: nothing to sum), its optimizer, and its runner
+// over `comm`, whose ranks `place` names. Members destroyed in reverse order: the runner first.
+struct StageParts {
+  std::unique_ptr<Stage> stage;
+  std::unique_ptr<GradientSync> sync;
+  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<StageRunner> runner;
+};
+StageParts build_stage_parts(const Job& job, Model& model, const pipeline::Stage& st, const Placement& place,
+                             Communicator& comm, Communicator& replicas, const Dataset& data,
+                             SlowdownEmulator& emulator, const Kernels& kernels);
 
 }  // namespace dp::pipeline_detail

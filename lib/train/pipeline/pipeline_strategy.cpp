@@ -18,20 +18,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 
 #include "lib/balance/emulate.h"
 #include "lib/core/error.h"
 #include "lib/core/memory_meter.h"
 #include "lib/core/trace.h"
-#include "lib/pipeline/schedule.h"
 #include "lib/optim/optimizer.h"
 #include "lib/train/checkpoint_shards.h"
 #include "lib/train/pipeline/pipeline_decision.h"
 #include "lib/measure/pipeline_plan.h"
 #include "lib/train/pipeline/pipeline_records.h"
 #include "lib/train/pipeline/pipeline_runner.h"
-#include "lib/measure/device.h"
 #include "lib/measure/job_links.h"
 #include "lib/measure/layer_profile.h"
 #include "lib/train/step/step_update.h"
@@ -131,28 +128,8 @@ class PipelineStrategy final : public Strategy, private SyncWork {
   // holds); the last stage's loss terms summed on rank 0.
   StepStats evaluate(const Dataset& held_out) override {
     const MeterScope scope(meter_);
-    StepStats mine;
-    if (runner_) {
-      const int64_t batch = in_.job.train.global_batch;
-      std::vector<uint32_t> samples;
-      for (int64_t begin = 0; begin < held_out.count; begin += batch) {
-        const int64_t n = std::min(batch, held_out.count - begin);
-        samples.resize(size_t(n));
-        std::iota(samples.begin(), samples.end(), uint32_t(begin));
-        const StepStats s = runner_->evaluate(samples, held_out);
-        mine.loss_sum += s.loss_sum;
-        mine.correct += s.correct;
-        mine.count += s.count;
-      }
-    }
-    if (in_.comm.size() == 1) return mine;
-    StepStats total;
-    for (const StepStats& s : in_.comm.allgather_value(mine)) {  // in rank order: the same sum everywhere
-      total.loss_sum += s.loss_sum;
-      total.correct += s.correct;
-      total.count += s.count;
-    }
-    return total;
+    const StepStats mine = runner_ ? runner_->evaluate_all(held_out, in_.job.train.global_batch) : StepStats{};
+    return summed_over_ranks(in_.comm, mine);
   }
 
   // Sharded: each replica of each stage writes its piece of the stage's blocks (parameters and optimizer
@@ -264,22 +241,13 @@ class PipelineStrategy final : public Strategy, private SyncWork {
     stage_comm_ = in_.comm.split(s >= 0 ? s : S + in_.comm.rank(), in_.comm.rank());
     if (s < 0) return;
     MemoryMeter::process().set_role(fmt::format("stage {} of {}", s, S));
-    const pipeline::Stage& st = plan_.stages[size_t(s)];
-    std::vector<bool> recompute(size_t(st.last - st.first + 1), false);
-    for (int b : st.recompute) recompute[size_t(b - st.first)] = true;
-    stage_ = std::make_unique<Stage>(in_.model, st.first, st.last,
-                                     pipeline::in_flight(s, S, int(place_.micro_batches)), recompute);
-    std::vector<ParamRange> ranges;  // the stage's blocks, in its own offsets
-    for (int b = st.first; b <= st.last; ++b) {
-      const BlockShape& shape = in_.model.block(b).shape();
-      if (shape.param_count > 0) ranges.push_back({shape.param_offset - stage_->param_begin(), shape.param_count});
-    }
-    GradSyncOptions options = grad_sync_options(in_.job.parallel.comm);
-    if (stage_comm_->size() == 1) options.algorithm = CommAlgorithm::native;  // nothing to sum: update in place
-    sync_ = make_gradient_sync(options, *stage_comm_, stage_->params(), stage_->grads(), ranges);
-    optimizer_ = make_optimizer(in_.job.optim, sync_->state_count(), in_.kernels);
-    runner_ = std::make_unique<pipeline_detail::StageRunner>(in_.comm, *stage_, place_, *sync_, in_.train_set,
-                                                             emulator_, paced_by_thread_cpu(in_.kernels));
+    pipeline_detail::StageParts parts = pipeline_detail::build_stage_parts(
+        in_.job, in_.model, plan_.stages[size_t(s)], place_, in_.comm, *stage_comm_, in_.train_set, emulator_,
+        in_.kernels);
+    stage_ = std::move(parts.stage);
+    sync_ = std::move(parts.sync);
+    optimizer_ = std::move(parts.optimizer);
+    runner_ = std::move(parts.runner);
   }
 
   // The pipeline line of the phase (rank 0 writes it): every rank's stage peak, gathered. Collective.
