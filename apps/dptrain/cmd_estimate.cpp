@@ -88,6 +88,7 @@ int cmd_estimate(const EstimateCommand& cmd) {
     q.memory_per_rank_bytes = e.request.memory_per_rank_bytes;
     q.gpus_per_rank = e.request.gpus_per_rank;
     q.time_limit_s = e.request.time_limit_s;
+    q.max_restarts = job.launch.max_restarts;
     q.image = cmd.image.empty() ? default_image() : cmd.image;
     for (const std::string& s : cmd.job.overrides) q.run_args.push_back("--set=" + s);
     check_request(q);

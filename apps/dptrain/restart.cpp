@@ -14,6 +14,7 @@
 #include "lib/core/error.h"
 #include "lib/core/stop_signal.h"
 #include "lib/launch/elastic.h"
+#include "lib/launch/slurm.h"
 #include "lib/train/checkpoint.h"
 
 namespace dp::app {
@@ -25,7 +26,8 @@ std::string why(int status, const Job& job) {
   if (status == 124)
     return fmt::format("no rank made progress for [launch] wait_timeout ({:g} s)", job.launch.wait_timeout);
   if (status > 128 && status - 128 <= 31) return "a process was killed by " + signal_name(status - 128);
-  return fmt::format("mpirun ended with exit status {} (a rank or a machine was lost)", status);
+  return fmt::format("{} ended with exit status {} (a rank or a machine was lost)",
+                     uses_srun(job.launch, this_host()) ? "srun" : "mpirun", status);
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -41,30 +43,40 @@ struct NextLaunch {
 };
 
 NextLaunch next_launch(const Job& job, const RunDir& dir, int attempt) {
-  const std::vector<PlacedHost> hosts = placed_hosts(job.launch);
+  const LaunchHost host = this_host();
+  const bool srun = uses_srun(job.launch, host);  // the allocation's nodes, asked through Slurm
+  const std::vector<PlacedHost> hosts = placed_hosts(job.launch, host);
   if (hosts.empty()) return {job, "on this machine again"};
   std::vector<std::string> names;
   for (const PlacedHost& h : hosts) names.push_back(h.host);
-  const std::vector<bool> answering = hosts_answering(names, kAnswerSeconds);
+  const std::vector<bool> answering =
+      hosts_answering(names, kAnswerSeconds, srun ? Probe::slurm_step : Probe::remote_shell);
   std::vector<std::string> dropped, kept;
   for (size_t h = 0; h < hosts.size(); ++h) {
     if (hosts[h].ranks.empty()) continue;  // held no rank
     (answering[h] ? kept : dropped).push_back(hosts[h].host);
   }
+  const std::string where = srun ? "the Slurm allocation" : job.launch.hostfile.empty() ? "[launch] hosts"
+                                                                                       : job.launch.hostfile;
   if (kept.empty())
-    throw RuntimeFailure(job.launch.hostfile.empty() ? "[launch] hosts" : job.launch.hostfile,
+    throw RuntimeFailure(where,
                          fmt::format("no machine of the run answers ({} tried for {:g} s)", fmt::join(names, ", "),
                                      kAnswerSeconds),
                          "check the machines and the network, then continue with --resume");
-  const std::string folder = dir.root + "/restarts";
-  std::filesystem::create_directories(folder);
-  const std::string hostfile = std::filesystem::absolute(fmt::format("{}/hostfile-{}", folder, attempt)).string();
-  write_file(hostfile, kept_hostfile(hosts, answering));
+  std::string hostfile;  // under srun the kept nodes go in [launch] hosts, srun's node list
+  if (!srun) {
+    const std::string folder = dir.root + "/restarts";
+    std::filesystem::create_directories(folder);
+    hostfile = std::filesystem::absolute(fmt::format("{}/hostfile-{}", folder, attempt)).string();
+    write_file(hostfile, kept_hostfile(hosts, answering));
+  }
   const std::string said = dropped.empty() ? fmt::format("every machine answers: on {}", fmt::join(kept, ", "))
                                            : fmt::format("{} {} not answer within {:g} s: dropped; on {}",
                                                          fmt::join(dropped, ", "), dropped.size() == 1 ? "does" : "do",
                                                          kAnswerSeconds, fmt::join(kept, ", "));
-  return {job_on_kept_hosts(job, hosts, answering, hostfile), said};
+  NextLaunch next{job_on_kept_hosts(job, hosts, answering, hostfile), said};
+  if (srun) next.job.launch.launcher = Launcher::srun;
+  return next;
 }
 
 }  // namespace

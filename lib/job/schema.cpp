@@ -54,9 +54,9 @@ static Check check_hostfile(const Job& j) {
 
 static Check check_launcher(const Job& j) {
   const auto& l = j.launch;
-  if (l.launcher != Launcher::srun || (l.hosts.empty() && l.hostfile.empty())) return std::nullopt;
-  return Problem{"srun runs on the Slurm allocation's nodes, not on launch.hosts or launch.hostfile", -1,
-                 "remove hosts/hostfile, or use launcher = \"mpirun\""};
+  if (l.launcher != Launcher::srun || l.hostfile.empty()) return std::nullopt;
+  return Problem{"srun runs on the Slurm allocation's nodes (launch.hosts may name some of them), not on "
+                 "launch.hostfile", -1, "name the nodes in launch.hosts, or use launcher = \"mpirun\""};
 }
 
 static Check check_min_lr(const Job& j) {

@@ -18,6 +18,7 @@
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
 #include "lib/launch/hostfile.h"
+#include "lib/launch/slurm.h"
 
 extern char** environ;
 
@@ -28,6 +29,33 @@ bool restartable(int status, bool stopped, bool rank_reported) {
   const bool stop_signal = status > 128 && (status - 128 == SIGINT || status - 128 == SIGTERM ||
                                             status - 128 == SIGHUP || status - 128 == SIGUSR1);
   return status != 0 && status != kBadInput && !stopped && !rank_reported && !stop_signal;
+}
+
+namespace {
+
+// By slot: each machine filled before the next (a machine without slots: as many as are left).
+std::vector<PlacedHost> placed_by_slot(std::vector<PlacedHost> hosts, int64_t ranks) {
+  int next = 0;
+  for (PlacedHost& h : hosts)
+    while (next < ranks && (h.slots == 0 || int64_t(h.ranks.size()) < h.slots)) h.ranks.push_back(next++);
+  return hosts;
+}
+
+}  // namespace
+
+std::vector<PlacedHost> placed_hosts(const LaunchSection& launch, const LaunchHost& host) {
+  const std::optional<SlurmAllocation> alloc = slurm_allocation(host);
+  if (!uses_srun(launch, host) || !launch.hosts.empty() || !alloc) return placed_hosts(launch);
+  std::vector<int64_t> slots = alloc->tasks_per_node;
+  if (slots.empty()) {  // the allocation's CPUs per node, over each task's
+    if (const char* cpus = host.getenv("SLURM_JOB_CPUS_PER_NODE"); cpus && *cpus)
+      for (int64_t c : expand_tasks_per_node(cpus, "SLURM_JOB_CPUS_PER_NODE"))
+        slots.push_back(std::max<int64_t>(1, c / std::max<int64_t>(1, alloc->cpus_per_task)));
+  }
+  std::vector<PlacedHost> hosts;
+  for (size_t i = 0; i < alloc->node_names.size(); ++i)
+    hosts.push_back({alloc->node_names[i], i < slots.size() ? slots[i] : 0, {}});
+  return placed_by_slot(std::move(hosts), launch.ranks);
 }
 
 std::vector<PlacedHost> placed_hosts(const LaunchSection& launch) {
@@ -42,11 +70,7 @@ std::vector<PlacedHost> placed_hosts(const LaunchSection& launch) {
                           : PlacedHost{h.substr(0, colon), std::atoll(h.c_str() + colon + 1), {}});
     }
   }
-  // By slot: each machine filled before the next (a machine without slots: as many as are left).
-  int next = 0;
-  for (PlacedHost& h : hosts)
-    while (next < launch.ranks && (h.slots == 0 || int64_t(h.ranks.size()) < h.slots)) h.ranks.push_back(next++);
-  return hosts;
+  return placed_by_slot(std::move(hosts), launch.ranks);
 }
 
 void check_slots(const LaunchSection& launch) {
@@ -61,7 +85,12 @@ void check_slots(const LaunchSection& launch) {
                    fmt::format("lower [launch] ranks to {}, or name more machines or slots", slots));
 }
 
-std::vector<bool> hosts_answering(const std::vector<std::string>& hosts, double timeout_s) {
+namespace {
+
+// The command that asks `host` whether it answers.
+std::vector<std::string> probe_command(Probe probe, const std::string& host, double timeout_s) {
+  if (probe == Probe::slurm_step)
+    return {"srun", "--overlap", "--nodes=1", "--ntasks=1", "--nodelist=" + host, "--quiet", "true"};
   // OpenMPI's remote shell ("ssh : rsh" lists alternatives; the first is the one used here).
   const char* env = std::getenv("OMPI_MCA_plm_rsh_agent");
   std::string agent = env && *env ? env : "ssh";
@@ -72,13 +101,19 @@ std::vector<bool> hosts_answering(const std::vector<std::string>& hosts, double 
   if (base.empty()) base.push_back("ssh");
   if (base.front() == "ssh" || base.front().ends_with("/ssh"))
     base.insert(base.begin() + 1, {"-o", "BatchMode=yes", "-o", fmt::format("ConnectTimeout={}", int(timeout_s))});
+  base.insert(base.end(), {host, "true"});
+  return base;
+}
+
+}  // namespace
+
+std::vector<bool> hosts_answering(const std::vector<std::string>& hosts, double timeout_s, Probe probe) {
   posix_spawn_file_actions_t quiet;
   posix_spawn_file_actions_init(&quiet);
   for (int fd : {0, 1, 2}) posix_spawn_file_actions_addopen(&quiet, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
   std::vector<pid_t> pids(hosts.size(), 0);
   for (size_t i = 0; i < hosts.size(); ++i) {
-    std::vector<std::string> argv = base;
-    argv.insert(argv.end(), {hosts[i], "true"});
+    std::vector<std::string> argv = probe_command(probe, hosts[i], timeout_s);
     std::vector<char*> args;
     for (std::string& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -181,6 +216,10 @@ Job job_on_kept_hosts(const Job& job, const std::vector<PlacedHost>& hosts, cons
   out.launch.ranks = int64_t(kept.size());
   out.launch.hosts.clear();
   out.launch.hostfile = hostfile;
+  if (hostfile.empty())
+    for (size_t h = 0; h < hosts.size(); ++h)
+      if (answering[h] && !hosts[h].ranks.empty())
+        out.launch.hosts.push_back(fmt::format("{}:{}", hosts[h].host, hosts[h].ranks.size()));
   if (describes_cluster(job.cluster)) out.cluster = kept_cluster(job, kept);
   EmulateSection& e = out.cluster.emulate;
   e.slowdown = kept_of(job.cluster.emulate.slowdown, kept);

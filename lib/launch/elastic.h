@@ -1,7 +1,7 @@
 // Elastic restarts ([launch] max_restarts, as torchrun's --max-restarts): which ended launches are worth
 // another, the machines a launch placed its ranks on, which of them still answer, and the job for the
 // ranks on those: the cluster description without the dropped machines' ranks. Pure but for
-// hosts_answering, which runs the launch's remote shell.
+// hosts_answering, which runs the launch's remote shell or a Slurm step.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/job/job.h"
+#include "lib/launch/launcher.h"
 
 namespace dp {
 
@@ -32,14 +33,25 @@ struct PlacedHost {
 // when the job runs on this machine alone (or in a Slurm allocation).
 std::vector<PlacedHost> placed_hosts(const LaunchSection& launch);
 
+// The same for the launch as `host` starts it: under srun ([launch] launcher, or "auto" in an
+// allocation) the nodes of [launch] hosts, else the allocation's nodes (SLURM_JOB_NODELIST) with its
+// tasks per node as slots (SLURM_TASKS_PER_NODE; else its CPUs per node over the CPUs per task), filled
+// in order as srun's default block distribution does; under mpirun as above.
+std::vector<PlacedHost> placed_hosts(const LaunchSection& launch, const LaunchHost& host);
+
 // Throws UsageError when the machines of [launch] hostfile or hosts have fewer slots (all given) than
 // [launch] ranks: mpirun would refuse, or oversubscribe them.
 void check_slots(const LaunchSection& launch);
 
-// Which of `hosts` answer through the launch's remote shell (OpenMPI's plm_rsh_agent from the
-// environment, else ssh in batch mode) within `timeout_s`, all at once: a machine whose link is down,
-// whose sshd is gone or that is powered off does not.
-std::vector<bool> hosts_answering(const std::vector<std::string>& hosts, double timeout_s);
+// How a machine is asked whether it answers: through the launch's remote shell (OpenMPI's
+// plm_rsh_agent from the environment, else ssh in batch mode), or by a one-task Slurm step on it
+// (srun --overlap inside the allocation: a node whose slurmd does not answer does not).
+enum class Probe { remote_shell, slurm_step };
+
+// Which of `hosts` answer `probe` within `timeout_s`, all at once: a machine whose link is down, whose
+// sshd or slurmd is gone or that is powered off does not.
+std::vector<bool> hosts_answering(const std::vector<std::string>& hosts, double timeout_s,
+                                  Probe probe = Probe::remote_shell);
 
 // Throws UsageError naming the machines of [launch] hostfile or hosts that hold ranks and do not answer
 // through the remote shell within `timeout_s` (this machine's own names are not asked): before any rank
@@ -47,7 +59,8 @@ std::vector<bool> hosts_answering(const std::vector<std::string>& hosts, double 
 void check_hosts_answer(const LaunchSection& launch, double timeout_s);
 
 // The job on the ranks of the hosts kept (answering[h]): those ranks renumbered in order, [launch] ranks
-// their count and hostfile `hostfile` (hosts cleared), [cluster] the described cluster's kept ranks
+// their count and hostfile `hostfile` (hosts cleared; with no hostfile, [launch] hosts names the kept
+// hosts as "name:ranks", which srun takes as its node list), [cluster] the described cluster's kept ranks
 // (speeds, memory, nodes, every link as a matrix; kinds folded in), and every per-rank key cut to them
 // ([cluster.emulate] slowdown, memory, the fluctuating rank; [parallel.balance] speeds); a fixed CGP
 // grouping and pipeline stages are dropped, to be planned anew for the ranks left.

@@ -21,6 +21,7 @@ struct SchedulerRequest {            // filled by `dptrain estimate` from its es
   std::string image;                 // container image (k8s)
   std::string dptrain = "dptrain";   // the executable on the cluster's machines (sbatch)
   std::vector<std::string> run_args; // extra `dptrain run` arguments (--out DIR, --set ...)
+  int64_t max_restarts = 0;          // [launch] max_restarts: > 0 keeps the allocation when a node fails
   // Added by [launch] (defaults keep the fields above sufficient):
   std::string container_dptrain = "dptrain";  // the executable inside the image (k8s)
   std::string namespace_name;                 // metadata.namespace of both objects ("": the current one)

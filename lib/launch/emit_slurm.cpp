@@ -45,6 +45,8 @@ std::string sbatch_script(const SchedulerRequest& r) {
     s += fmt::format("#SBATCH --signal=B:USR1@{}\n", warning_seconds(r.time_limit_s));
   }
   s += fmt::format("#SBATCH --output={}-%j.out\n", name);
+  // Elastic restarts relaunch on the nodes left: Slurm must not end the allocation when one fails.
+  if (r.max_restarts > 0) s += "#SBATCH --no-kill\n";
 
   std::vector<std::string> run{r.dptrain, "run", r.job_file, fmt::format("--set=launch.ranks={}", r.ranks)};
   run.insert(run.end(), r.run_args.begin(), r.run_args.end());

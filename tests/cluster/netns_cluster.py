@@ -12,7 +12,8 @@ Latency cannot be added here: this kernel has no netem. The links keep the veth 
 (tens of microseconds, measured by `dptrain profile --links`); added latency stays dptrain's link
 emulator's ([cluster.emulate]). Loss comes from iptables' statistic match (netns_faults.py).
 
-  netns_cluster.py up CLUSTER.toml --name NAME [--ranks N]   build it; print its state folder
+  netns_cluster.py up CLUSTER.toml --name NAME [--ranks N] [--slurm]
+                                                              build it; print its state folder
   netns_cluster.py run CLUSTER.toml [--name NAME] -- CMD...   build it, run CMD in the launcher, tear down
   netns_cluster.py down NAME                                  tear it down (kills every process on its nodes)
   netns_cluster.py leftovers NAME                             the processes on its nodes besides sshd
@@ -21,6 +22,12 @@ The state folder (/run/dptrain-netns/NAME) holds `hostfile` (mpirun's, slots = r
 (OpenMPI's options: TCP between nodes on the cluster's interface, shared memory inside a node, ssh as the
 rsh agent), `state.json` and the keys. CMD runs as `launcher` with that environment and DPTRAIN_CLUSTER
 set to the folder. Needs root (namespaces); refuses in one line without it.
+
+With --slurm the cluster also runs Slurm (Debian's slurm-wlm and munge): munged on this machine (its
+socket a file, which every namespace sees), slurmctld on the launcher, a slurmd on each node under the
+node's name and address, each node with a /tmp of its own (slurmstepd's PMIx folders are named by job
+and step, not node); `env` then sets SLURM_CONF, so `salloc -N 3` on the launcher allocates the nodes.
+Shared files of a job (run folders) must then live outside /tmp, as on a real cluster's shared disk.
 """
 import argparse, json, os, shutil, signal, subprocess, sys, time, tomllib, zlib
 
@@ -152,6 +159,60 @@ def write_client(st, nodes, ranks_per_node):
     st["env"] = env
 
 
+def start_slurm(st):
+    """munged here, slurmctld on the launcher, a slurmd per node (own /tmp); waits until every node is idle."""
+    d = f"{st['state']}/slurm"
+    for sub in ("munge", "state", "log"):
+        os.makedirs(f"{d}/{sub}", exist_ok=True)
+    os.chmod(d, 0o755), os.chmod(f"{d}/munge", 0o755)
+    with open(f"{d}/munge/munge.key", "wb") as f:
+        f.write(os.urandom(1024))
+    os.chmod(f"{d}/munge/munge.key", 0o400)
+    sh("munged", "--force", f"--socket={d}/munge/munge.socket", f"--key-file={d}/munge/munge.key",
+       f"--pid-file={d}/munge/munged.pid", f"--log-file={d}/log/munged.log", f"--seed-file={d}/munge/munge.seed")
+    cpus = os.cpu_count()
+    nodes = "".join(f"NodeName={n['host']} NodeAddr={n['ip']} CPUs={cpus} Sockets=1 CoresPerSocket={cpus} "
+                    f"ThreadsPerCore=1 RealMemory=2000\n" for n in st["nodes"])
+    with open(f"{d}/slurm.conf", "w") as f:  # %n: each slurmd's own spool, pid and log
+        f.write(f"ClusterName=dptrain-netns\nSlurmctldHost=launcher({st['launcher']['ip']})\nSlurmUser=root\n"
+                f"AuthType=auth/munge\nAuthInfo=socket={d}/munge/munge.socket\nCredType=cred/munge\n"
+                f"StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool-%n\nSlurmctldPidFile={d}/slurmctld.pid\n"
+                f"SlurmdPidFile={d}/slurmd-%n.pid\nSlurmctldLogFile={d}/log/slurmctld.log\n"
+                f"SlurmdLogFile={d}/log/slurmd-%n.log\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
+                "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nMpiDefault=pmix\nReturnToService=2\n"
+                "SlurmdTimeout=30\nAccountingStorageType=accounting_storage/none\n"
+                "JobAcctGatherType=jobacct_gather/none\nKillWait=5\n" + nodes +
+                f"PartitionName=all Nodes={','.join(n['host'] for n in st['nodes'])} Default=YES MaxTime=INFINITE "
+                "State=UP\n")
+    conf = f"{d}/slurm.conf"
+    # slurmctld: `ip netns exec` (its /sys remounted: fine for the controller). slurmd needs the machine's
+    # cgroup mounts, which `ip netns exec` hides: nsenter joins only the network namespace, and unshare
+    # gives the node its host name, its name table and a /tmp of its own.
+    logs = open(f"{d}/log/daemons.log", "w")
+    subprocess.Popen(["ip", "netns", "exec", st["launcher"]["ns"], "unshare", "--uts", "--", "sh", "-c",
+                      f"hostname launcher && exec slurmctld -D -f {conf}"], stdout=logs, stderr=logs,
+                     start_new_session=True)
+    for node in st["nodes"]:
+        tmp = f"{st['state']}/tmp-{node['host']}"
+        os.makedirs(f"{d}/spool-{node['host']}", exist_ok=True)
+        os.makedirs(tmp, mode=0o1777, exist_ok=True)
+        subprocess.Popen(["nsenter", f"--net=/run/netns/{node['ns']}", "unshare", "--uts", "--mount", "--", "sh",
+                          "-c", f"mount --bind /etc/netns/{node['ns']}/hosts /etc/hosts && mount --bind {tmp} /tmp "
+                          f"&& hostname {node['host']} && exec slurmd -D -f {conf} -N {node['host']}"],
+                         stdout=logs, stderr=logs, start_new_session=True)
+    st["env"]["SLURM_CONF"] = conf
+    with open(f"{st['state']}/env", "a") as f:
+        f.write(f"export SLURM_CONF={conf}\n")
+    deadline = time.monotonic() + 60
+    while True:
+        r = in_launcher(st, ["sinfo", "-h", "-o", "%T %D"], check=False, timeout=10)
+        if r.returncode == 0 and r.stdout.split() == ["idle", str(len(st["nodes"]))]:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Slurm's nodes are not idle after 60 s (sinfo: {r.stdout.strip()}); logs in {d}/log")
+        time.sleep(0.5)
+
+
 def wait_for_ssh(st, timeout=20):
     deadline = time.monotonic() + timeout
     for node in st["nodes"]:
@@ -164,10 +225,11 @@ def wait_for_ssh(st, timeout=20):
             time.sleep(0.2)
 
 
-def up(desc, name, ranks=None):
+def up(desc, name, ranks=None, slurm=False):
     if os.geteuid() != 0:
         fail("network namespaces need root", "run as root (or skip: tests report themselves skipped)")
-    for tool in ("ip", "tc", "/usr/sbin/sshd", "ssh", "ssh-keygen", "unshare"):
+    for tool in ("ip", "tc", "/usr/sbin/sshd", "ssh", "ssh-keygen", "unshare") + (
+            ("nsenter", "munged", "slurmctld", "slurmd", "sinfo") if slurm else ()):
         if not shutil.which(tool):
             fail(f"{tool} is not installed", "scripts/install-deps.sh --test (iproute2, openssh-server)")
     nodes, gbps = read_cluster(desc, ranks)
@@ -190,6 +252,9 @@ def up(desc, name, ranks=None):
         st["gbps"], st["ranks"] = gbps, nodes
         save(st)
         wait_for_ssh(st)
+        if slurm:
+            start_slurm(st)
+            save(st)
     except BaseException:
         down(name)
         raise
@@ -215,7 +280,8 @@ def node_pids(ns):
 
 
 def leftovers(st):
-    """Processes on the cluster's nodes besides their sshd listeners: what a finished job must not leave."""
+    """Processes on the cluster's nodes besides their sshd listeners and slurmd daemons: what a finished job
+    must not leave."""
     out = []
     for node in st["nodes"]:
         for pid in node_pids(node["ns"]):
@@ -224,8 +290,8 @@ def leftovers(st):
                     cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
             except OSError:
                 continue
-            if pid != node.get("sshd_pid") and not cmd.startswith("/usr/sbin/sshd -D") and not cmd.startswith(
-                    "sshd: /usr/sbin/sshd -D"):
+            if pid != node.get("sshd_pid") and not cmd.startswith(("/usr/sbin/sshd -D", "sshd: /usr/sbin/sshd -D",
+                                                                    "slurmd -D")):
                 out.append((node["host"], pid, cmd))
     return out
 
@@ -240,6 +306,12 @@ def down(name):
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
+    munged = f"{st['state']}/slurm/munge/munged.pid"  # Slurm's daemons on the nodes died with them
+    if os.path.exists(munged):
+        try:
+            os.kill(int(open(munged).read()), signal.SIGTERM)
+        except (ValueError, ProcessLookupError):
+            pass
     for h in hosts:  # the pair's outer end first: a namespace is freed asynchronously, its devices later
         sh("ip", "link", "del", h["veth"], check=False)
         sh("ip", "netns", "del", h["ns"], check=False)
@@ -260,7 +332,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
     u = sub.add_parser("up"); u.add_argument("cluster"); u.add_argument("--name", required=True)
-    u.add_argument("--ranks", type=int)
+    u.add_argument("--ranks", type=int); u.add_argument("--slurm", action="store_true")
     r = sub.add_parser("run"); r.add_argument("cluster"); r.add_argument("--name", default=f"c{os.getpid() % 10000}")
     r.add_argument("--ranks", type=int)
     sub.add_parser("down").add_argument("name")
@@ -269,7 +341,7 @@ def main():
     cmd = argv[argv.index("--") + 1:] if "--" in argv else []
     a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if a.what == "up":
-        print(up(a.cluster, a.name, a.ranks)["state"])
+        print(up(a.cluster, a.name, a.ranks, a.slurm)["state"])
     elif a.what == "down":
         down(a.name)
     elif a.what == "leftovers":

@@ -37,10 +37,13 @@ BOOST_AUTO_TEST_CASE(launcher_values) {
                dp::enum_named<dp::Launcher>(v).value());
   expect_error("[launch]\nlauncher = \"slurm\"\n", {}, "x.toml:2:12",
                {"launch.launcher", "unknown value 'slurm'", "auto, mpirun, srun"});
-  expect_error("[launch]\nlauncher = \"srun\"\nhosts = [\"a:2\"]\n", {}, "x.toml:2:12",
+  expect_error("[launch]\nlauncher = \"srun\"\nhostfile = \"h\"\n", {}, "x.toml:2:12",
                {"launch.launcher", "srun runs on the Slurm allocation's nodes"});
   expect_error("", {"launch.launcher=srun", "launch.hostfile=h"}, "--set launch.launcher=srun",
-               {"launch.launcher", "not on launch.hosts or launch.hostfile"});
+               {"launch.launcher", "not on launch.hostfile", "launch.hosts"});
+  // Some of the allocation's nodes (what an elastic restart under srun writes): accepted.
+  BOOST_TEST(dp::parse_job("[launch]\nlauncher = \"srun\"\nhosts = [\"node0:2\"]\n", "x.toml").launch.hosts.size() ==
+             1u);
 }
 
 BOOST_AUTO_TEST_CASE(ranks_given_in_the_file_or_by_set) {

@@ -94,3 +94,28 @@ BOOST_AUTO_TEST_CASE(an_undescribed_cluster_stays_undescribed) {
   BOOST_TEST(left.cluster.speeds.empty());
   BOOST_TEST(left.cluster.links.gbps.empty());
 }
+
+BOOST_AUTO_TEST_CASE(in_a_slurm_allocation_ranks_are_placed_on_its_nodes_and_the_kept_named) {
+  dp::LaunchHost host;
+  for (const char* v : {"SLURM_JOB_ID=7", "SLURM_NTASKS=5", "SLURM_JOB_NODELIST=node[0-2]",
+                        "SLURM_TASKS_PER_NODE=2(x2),1"})
+    host.environment.emplace_back(v);
+  dp::LaunchSection l;
+  l.ranks = 5;
+  const auto h = dp::placed_hosts(l, host);  // launcher "auto" in an allocation: srun's block distribution
+  BOOST_TEST_REQUIRE(h.size() == 3u);
+  BOOST_TEST(h[0].host == "node0");
+  BOOST_TEST(h[1].ranks == std::vector<int>({2, 3}));
+  BOOST_TEST(h[2].ranks == std::vector<int>({4}));
+  host.environment = {"SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_JOB_CPUS_PER_NODE=4(x2)",
+                      "SLURM_CPUS_PER_TASK=2"};  // no task counts: the CPUs per node over each task's
+  l.ranks = 4;
+  BOOST_TEST(dp::placed_hosts(l, host)[1].ranks == std::vector<int>({2, 3}));
+  const dp::Job job = job_of({"launch.ranks=5"});
+  dp::LaunchSection five = job.launch;
+  host.environment = {"SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=node[0-2]", "SLURM_TASKS_PER_NODE=2(x2),1"};
+  const dp::Job left = dp::job_on_kept_hosts(job, dp::placed_hosts(five, host), {true, false, true}, "");
+  BOOST_TEST(left.launch.ranks == 3);
+  BOOST_TEST(left.launch.hostfile.empty());
+  BOOST_TEST(left.launch.hosts == std::vector<std::string>({"node0:2", "node2:1"}), boost::test_tools::per_element());
+}

@@ -101,8 +101,11 @@ BOOST_AUTO_TEST_CASE(optional_lines_left_out) {
   BOOST_TEST(!contains(s, "--time"));
   BOOST_TEST(!contains(s, "--signal"));
   BOOST_TEST(!contains(s, "trap"));
+  BOOST_TEST(!contains(s, "--no-kill"));
   r.time_limit_s = 100;  // the warning is at least a minute (Slurm's timer)
   BOOST_TEST(contains(dp::sbatch_script(r), "#SBATCH --signal=B:USR1@60\n"));
+  r.max_restarts = 1;  // elastic restarts need the allocation to outlive a failed node
+  BOOST_TEST(contains(dp::sbatch_script(r), "#SBATCH --no-kill\n"));
 }
 
 BOOST_AUTO_TEST_CASE(script_runs_its_launch_line_and_returns_its_status) {

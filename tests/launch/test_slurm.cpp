@@ -87,6 +87,29 @@ BOOST_AUTO_TEST_CASE(allocation_without_a_task_count) {
   BOOST_TEST(a->tasks == 0);
 }
 
+BOOST_AUTO_TEST_CASE(host_lists_and_task_counts_expand_as_slurm_writes_them) {
+  using Names = std::vector<std::string>;
+  BOOST_TEST(dp::expand_hostlist("node[0-2]", "x") == Names({"node0", "node1", "node2"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dp::expand_hostlist("gpu[08-10,12],login", "x") == Names({"gpu08", "gpu09", "gpu10", "gpu12", "login"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dp::expand_hostlist("r[1-2]n[3,5]", "x") == Names({"r1n3", "r1n5", "r2n3", "r2n5"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dp::expand_tasks_per_node("2(x3),1", "x") == std::vector<int64_t>({2, 2, 2, 1}),
+             boost::test_tools::per_element());
+  for (const char* bad : {"node[0-", "node[2-1]", "node]", "node[a-b]"})
+    BOOST_CHECK_THROW(dp::expand_hostlist(bad, "SLURM_JOB_NODELIST"), dp::UsageError);
+  for (const char* bad : {"2(x", "0", "2(x0)", "two"})
+    BOOST_CHECK_THROW(dp::expand_tasks_per_node(bad, "SLURM_TASKS_PER_NODE"), dp::UsageError);
+  Env env = batch_shell(5);
+  env["SLURM_JOB_NODELIST"] = "node[0-2]";
+  env["SLURM_TASKS_PER_NODE"] = "2(x2),1";
+  const auto a = dp::slurm_allocation(host(env));
+  BOOST_REQUIRE(a.has_value());
+  BOOST_TEST(a->node_names == Names({"node0", "node1", "node2"}), boost::test_tools::per_element());
+  BOOST_TEST(a->tasks_per_node == std::vector<int64_t>({2, 2, 1}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(malformed_count_is_a_usage_error) {
   Env env = batch_shell(2);
   env["SLURM_NTASKS"] = "2(x3)";
@@ -147,6 +170,17 @@ BOOST_AUTO_TEST_CASE(srun_command_in_an_allocation) {
   const Args want{"srun", "--mpi=pmix", "--ntasks=4", "--kill-on-bad-exit=1", "--input=none", "--cpus-per-task=2",
                   "/opt/dp/bin/dptrain", "run", "job.toml"};
   BOOST_TEST(cmd == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(srun_on_named_nodes_of_the_allocation) {
+  // What an elastic restart writes for the nodes that still answer: srun's node list, equal slots.
+  dp::LaunchSection l = section(4, true, dp::Launcher::srun);
+  l.hosts = {"node0:2", "node2:2"};
+  const Args cmd = dp::launch_command(l, host(batch_shell(6)), kSelf);
+  for (const char* want : {"--ntasks=4", "--nodelist=node0,node2", "--nodes=2", "--overlap", "--ntasks-per-node=2"})
+    BOOST_TEST(has(cmd, want), want);
+  l.hosts = {"node0:2", "node2"};  // unequal: Slurm's block distribution, no per-node count
+  BOOST_TEST(!has(dp::launch_command(l, host(batch_shell(6)), kSelf), "--ntasks-per-node=2"));
 }
 
 BOOST_AUTO_TEST_CASE(srun_without_cpus_per_task) {
