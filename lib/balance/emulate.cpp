@@ -88,9 +88,13 @@ ComputeTimer::ComputeTimer(bool thread_cpu)
 double ComputeTimer::wall_seconds() const { return wall_now() - wall0_; }
 double ComputeTimer::cpu_seconds() const { return thread_cpu_ ? thread_cpu_now() - cpu0_ : -1; }
 
-void SlowdownEmulator::delay(int64_t step, double wall_seconds, double cpu_seconds) {
+void SlowdownEmulator::delay(int64_t step, double wall_seconds, double cpu_seconds, int64_t work) {
   if (!active()) return;
-  const double compute = cpu_seconds >= 0 ? cpu_seconds : wall_seconds;
+  double compute = cpu_seconds >= 0 ? cpu_seconds : wall_seconds;
+  if (work >= 0) {
+    const auto [least, first] = least_.try_emplace(work, compute);
+    if (!first) compute = least->second = std::min(least->second, compute);
+  }
   const double rest = factor(step) * compute - wall_seconds;
   if (rest > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest));
 }

@@ -6,10 +6,16 @@
 // others. The compute time is the computing thread's CPU time where that is the whole of it (one compute
 // thread on the CPU): time the thread spent descheduled, because ranks share the cores here, is then not
 // multiplied into the emulated machine's time; elsewhere (GPUs, a pool of BLAS threads) the wall time.
+// Where the caller names the work (the same number for the same computation), the compute time is the
+// least seen for that work: a rank that sleeps most of its time wakes to caches other ranks have used
+// and a core that idled, which inflates its next compute (1.05-1.5x measured on the quickstart MLP at
+// factor 6); a slower device has neither, and multiplying the inflation by the factor would emulate a
+// slower device than described.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 #include "lib/job/job.h"
 
@@ -43,8 +49,10 @@ class SlowdownEmulator {
   int64_t slowed_rank(int64_t step) const;  // the rank the fluctuation window slows at `step`
   // After a step's compute that took `wall_seconds`, of which the computing thread ran `cpu_seconds`
   // (< 0: unknown, use the wall time): sleeps until the compute has taken factor(step) x cpu_seconds, so
-  // the rank is as slow as emulated while leaving its core to others. No-op when nothing is emulated.
-  void delay(int64_t step, double wall_seconds, double cpu_seconds = -1);
+  // the rank is as slow as emulated while leaving its core to others. `work` >= 0 names the computation
+  // (equal for equal work, for example its sample count): the least compute time seen for it is
+  // multiplied instead. No-op when nothing is emulated.
+  void delay(int64_t step, double wall_seconds, double cpu_seconds = -1, int64_t work = -1);
 
  private:
   EmulateSection spec_;
@@ -54,6 +62,7 @@ class SlowdownEmulator {
   double described_ = 1;  // fastest speed / this rank's speed ([cluster] with as_described), else 1
   int64_t walk_step_ = -1;
   double walk_log_ = 0;  // the random walk's log factor at walk_step_
+  std::unordered_map<int64_t, double> least_;  // work -> the least compute seconds seen for it
 };
 
 // Emulated device memory ([cluster.emulate] memory_gb, or with as_described [cluster]'s memory) of

@@ -76,6 +76,13 @@ struct ServerTraffic {
 };
 ServerTraffic server_traffic(const Cluster& c, const std::vector<int>& members, int server, double shard_bytes);
 
+namespace detail {
+// The groups' rates of updates (per second) under the runtime's hold at `bound` staleness, for cycles of
+// `cycle` seconds each (lib/cgp/model.cpp): 1 / cycle where no group would see more than `bound` updates
+// of the others in its cycle, else the fast groups slowed alike until none does. Also the hybrid's model.
+std::vector<double> held_rates(const std::vector<double>& cycle, double bound);
+}  // namespace detail
+
 // The model's prediction for grouping `g` (one entry per rank of `cluster`). Throws JobError for a
 // grouping whose size disagrees with the cluster or has a negative group, for speeds that are not
 // positive and finite, and for a workload out of range.

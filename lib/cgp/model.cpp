@@ -136,8 +136,6 @@ double expected_max_of_normals(int k) {
   return k <= kCached ? cached[size_t(k)] : blom(k);
 }
 
-namespace {
-
 // The runtime's hold (cgp_exchange.h): an update waits while another group has already seen `bound`
 // updates since its read. In the steady state every group g sees at most `bound` updates of the others
 // in its cycle c_g: c_g * sum_{h != g} r_h <= bound, where r_h <= 1 / c_h is group h's rate of updates.
@@ -165,8 +163,6 @@ std::vector<double> held_rates(const std::vector<double>& cycle, double bound) {
   fill(lo);
   return rate;
 }
-
-}  // namespace
 
 Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vector<GroupTimes>* times) {
   const double every = double(w.exchange_every);

@@ -7,9 +7,10 @@
 // leading stage's members first (each sends its slice of the stage's update to the shard's host and
 // receives the global slice back, over the link between them), then every other stage's at once, so
 // X_g = the leading stage's slowest member + the slowest member of the others. A cycle is E T_g + X_g;
-// the groups add up: samples/s = sum_g E B_g / (E T_g + X_g). The staleness of g's update is the number
-// of other groups' updates during its cycle, sum over h != g of cycle_g / cycle_h. Like CGP's model it
-// leaves out the leading shard's queue and hold below saturation.
+// the groups add up: samples/s = sum_g E B_g r_g, where r_g = 1 / (E T_g + X_g) unless the leading
+// shard's hold slows it: no group may see more than max_staleness updates of the others in its cycle
+// (cgp::detail::held_rates, as CGP's model). The staleness of g's update is cycle_g x sum_{h != g} r_h.
+// Like CGP's model it leaves out the leading shard's queue below saturation.
 // Memory: each rank holds its stage as the planner's memory model says; a shard's host holds the
 // stage's global values besides (host memory, as CGP's server).
 #include <fmt/format.h>
@@ -45,7 +46,8 @@ void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& 
     if (std::find(plan.stages[s].ranks.begin(), plan.stages[s].ranks.end(), 0) != plan.stages[s].ranks.end())
       leading = int(s);
   const pipeline::detail::Prefix prefix(w);
-  std::vector<double> cycle(size_t(groups), 0.0), exchange(size_t(groups), 0.0), minibatch(size_t(groups), 0.0);
+  std::vector<double> cycle(size_t(groups), 0.0), exchange(size_t(groups), 0.0), minibatch(size_t(groups), 0.0),
+      batch(size_t(groups), 0.0);
   double samples_per_s = 0;
   for (int g = 0; g < groups; ++g) {
     const pipeline::Prediction pred = pipeline::evaluate(w, c.subset(members[size_t(g)]), plan);
@@ -82,14 +84,17 @@ void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& 
     minibatch[size_t(g)] = pred.minibatch_s;
     exchange[size_t(g)] = lead_s + others_s;
     cycle[size_t(g)] = double(every) * pred.minibatch_s + lead_s + others_s;
-    if (cycle[size_t(g)] > 0) samples_per_s += double(every) * double(gj.train.global_batch) / cycle[size_t(g)];
+    batch[size_t(g)] = double(gj.train.global_batch);
   }
-  if (!t.profile) return;
+  if (!t.profile || std::any_of(cycle.begin(), cycle.end(), [](double c) { return !(c > 0); })) return;
+  // The leading shard holds an update rather than let it exceed the staleness bound: the fast groups
+  // wait for the slow ones (CGP's model of the hold).
+  const std::vector<double> rate = cgp::detail::held_rates(cycle, double(job.parallel.cgp.max_staleness));
+  double total_rate = 0;
+  for (double r : rate) total_rate += r;
   for (int g = 0; g < groups; ++g) {
-    double staleness = 0;
-    for (int h = 0; h < groups; ++h)
-      if (h != g && cycle[size_t(h)] > 0) staleness += cycle[size_t(g)] / cycle[size_t(h)];
-    e.staleness = std::max(e.staleness, staleness);
+    samples_per_s += double(every) * batch[size_t(g)] * rate[size_t(g)];
+    e.staleness = std::max(e.staleness, cycle[size_t(g)] * (total_rate - rate[size_t(g)]));
   }
   e.step_s = samples_per_s > 0 ? double(job.train.global_batch) / samples_per_s : 0.0;
   // What bounds it: the group of the longest cycle, its pipeline or its exchanges.

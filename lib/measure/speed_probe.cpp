@@ -43,7 +43,7 @@ SpeedProbe measure_compute_speed(const Job& job, Communicator& comm, int steps, 
     const ComputeTimer timer(paced_by_thread_cpu(kernels));
     model->forward_backward(gather_batch(data.train, mine, buffer), 1.0f, job.train.micro_batch);
     kernels.synchronize();  // GPU work is asynchronous: time the backward, not its launch
-    emulator.delay(0, timer.wall_seconds(), timer.cpu_seconds());  // the speed at the run's start
+    emulator.delay(0, timer.wall_seconds(), timer.cpu_seconds(), timed);  // the speed at the run's start
     if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   SpeedProbe p;

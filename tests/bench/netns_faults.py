@@ -11,10 +11,11 @@ injected on a random node at a random moment in [0.15, 0.75] x T0 (tests/cluster
 Per run: how it ended (rode it out / restarted / ended), seconds from the fault to the launcher's
 restart line (or to the end), the time lost to the fault (after a restart: from the fault until training
 is back at the step it had reached, so detection, restart and the steps done again; otherwise the wall time
-against T0), the wall time against T0, processes left on any node (checked before the fault is undone), the
-data accounting across the restart (tests/cluster/accounting.py: every sample once per completed epoch),
-and the final test accuracy against the median of BASELINES uninterrupted runs (their spread is printed:
-CGP is asynchronous, so two uninterrupted runs differ).
+against T0), the wall time against T0, processes left on any node (checked before the fault is undone, and
+no sooner than the run's end: a node cut off ends its own ranks, so they get until 1.25 x wait_timeout + 15 s
+after the fault), the data accounting across the restart (tests/cluster/accounting.py: every sample once per
+completed epoch), and the final test accuracy against the median of BASELINES uninterrupted runs (their
+spread is printed: CGP is asynchronous, so two uninterrupted runs differ).
 A benchmark: it prints a table and the per-run lines and asserts nothing.
 
   netns_faults.py DPTRAIN [--injections 10] [--kinds cut,cut-5s,loss1,loss10,kill,freeze]
@@ -33,6 +34,7 @@ FAULTS = os.path.join(root, "tests", "cluster", "netns_faults.py")
 ACCOUNTING = os.path.join(root, "tests", "cluster", "accounting.py")
 TRAIN_SAMPLES = 60000  # Fashion-MNIST's training split
 WAIT_TIMEOUT = 20
+LEFT_GRACE = 1.25 * WAIT_TIMEOUT + 15  # after a fault, by when every process on the nodes must be gone
 CLUSTER = """[launch]
 ranks = 3
 [cluster]
@@ -100,6 +102,19 @@ def run(dptrain, st, out, sets, inject=None):
     for r in readers:
         r.join()
     return time.time() - start, p.returncode, lines, at, steps
+
+
+def leftovers_after(st, at, wall):
+    """The processes left on the nodes once a cut-off node's own watchdog has had its time: a node the
+    launcher cannot reach ends its ranks itself ([launch] wait_timeout after their last progress, a
+    quarter more for ranks other than 0) and its orted follows; polled until none is left or until
+    LEFT_GRACE s after the fault (`at`, seconds into a run of `wall` s, which has just ended)."""
+    deadline = time.time() + ((at + LEFT_GRACE - wall) if at is not None else 0)
+    while True:
+        left = netns_cluster.leftovers(st)
+        if not left or time.time() >= deadline:
+            return left
+        time.sleep(0.5)
 
 
 def back_at_step(steps, at, restarted_at):
@@ -208,7 +223,7 @@ def main():
                     undo = []
                     wall, rc, lines, at, steps = run(dptrain, st, out, sets,
                                               (when, lambda: undo.append(fault(kind, name, node))))
-                    left = netns_cluster.leftovers(st)
+                    left = leftovers_after(st, at, wall)
                     for u in undo:
                         if u:
                             u.wait()
@@ -238,7 +253,8 @@ def main():
                     print(f"{strategy:8} {kind:6} {node} at {when_s} s: {how}; {detect}lost {row['lost']:+.1f} s; "
                           f"wall {row['slower']:+.1f} s; "
                           f"left {row['left']}; accounting {'exact' if row['accounting'] else 'WRONG'}; "
-                          f"accuracy {row['acc']:+.4f}\n    {row['said'][:600]}", flush=True)
+                          f"accuracy {row['acc']:+.4f}\n    {row['said'][:600]}"
+                          + "".join(f"\n    left on {host}: pid {pid} {cmd[:200]}" for host, pid, cmd in left), flush=True)
     finally:
         netns_cluster.down(name)
     print_table(rows, a.strategies.split(","), a.kinds.split(","))

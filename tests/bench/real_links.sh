@@ -5,10 +5,11 @@
 # ([cluster.emulate] as_described) on this machine. Both get the same [cluster] description, so planners,
 # solvers and cost models see the same inputs; compute slowness stays emulated in both ([cluster.emulate]
 # slowdown: the kernel cannot slow a core), links are the kernel's in one and the emulator's in the other.
-#   mra:      configs/comm_heavy.toml on 2 nodes of 1 rank at 1 and at 10 Gbit/s: MRA against plain data
-#             parallelism (one MPI_Allreduce per layer after backward); `estimate`'s step time beside each;
-#   idat:     the same model, batch 32, 2 nodes at 10 Gbit/s, rank 1 at half speed: I-DAT + MRA against
-#             equal shares without MRA;
+#   mra:      configs/comm_heavy.toml on 2 nodes of 1 rank at 1 and at 10 Gbit/s, both ranks 4x slower than
+#             a core: MRA against plain data parallelism (one MPI_Allreduce per layer after backward);
+#             `estimate`'s step time beside each;
+#   idat:     the same model, batch 32, 2 nodes at 10 Gbit/s, rank 0 4x and rank 1 8x slower than a core:
+#             I-DAT + MRA against equal shares without MRA;
 #   cgp:      two nodes of three ranks (shared memory inside, 10 Gbit/s described) joined by 1 Gbit/s, an MLP
 #             of 1.9 M parameters, every rank 4x slower than a core: CGP (the solver's groups, exchange
 #             every 4 local steps) against synchronous MRA + I-DAT, train seconds to test accuracy 0.80;
@@ -18,6 +19,8 @@
 #             predicted mini-batch time against the measured.
 # On the namespace cluster each described node of 3 (cgp) or 2 (pipeline) ranks is one namespace node of
 # as many ranks (shared memory inside, as on a real node); the job's description is the same in both modes.
+# Every rank is emulated at least 4x slower than a core: its sleeps leave this machine's 2 cores to the
+# kernel's TCP, veth and HTB work, which a real node's own NIC and cores would do beside its device.
 # Times from metrics.jsonl; min / median over REPS interleaved repetitions. Not a test: it asserts nothing.
 # Needs root (namespaces), iperf3 not needed. The latency a real link has here is the veth's (about 6 us);
 # the descriptions say 10 us.
@@ -68,17 +71,18 @@ run() {
        "$bin" "${args[@]}" --set "cluster.emulate.slowdown=$REAL_SLOW" --set "launch.hostfile=$state/hostfile")
   fi >"$work/$run.log" 2>&1 || { tail -20 "$work/$run.log" >&2; exit 1; }
 }
-estimate() {  # RUN JOB SET...: estimate's step seconds for the job as described
+estimate() {  # RUN JOB SET...: estimate's step seconds for the job as described, with EMU_SLOW
   local run=$1 job=$2
   shift 2
-  "$bin" estimate "$job" "$@" --json 2>/dev/null |
+  "$bin" estimate "$job" "$@" --set cluster.emulate.as_described=true --set "cluster.emulate.slowdown=$EMU_SLOW" \
+    --json 2>/dev/null |
     python3 -c "import json, sys; print(json.load(sys.stdin)['step_s'])" >"$work/$run.estimate"
 }
 
 if [[ $PARTS == *mra* ]]; then
   for gbps in 1 10; do
     cluster_up "$(printf '[launch]\nranks = 2\n[cluster]\nranks_per_node = 1\n[cluster.links]\nrack_gbps = %s' $gbps)"
-    EMU_SLOW="[1, 1]" REAL_SLOW="[1, 1]"
+    EMU_SLOW="[4, 4]" REAL_SLOW="[4, 4]"
     m=(--set launch.ranks=2 --set cluster.ranks_per_node=1 --set "cluster.links.rack_gbps=$gbps"
        --set cluster.links.rack_latency_us=10 --set train.steps=40 --set log.every=1 --set train.eval_every=1000000)
     for alg in native mra; do estimate "mra.$gbps.$alg" configs/comm_heavy.toml "${m[@]}" \
@@ -94,7 +98,7 @@ if [[ $PARTS == *mra* ]]; then
 fi
 if [[ $PARTS == *idat* ]]; then
   cluster_up "$(printf '[launch]\nranks = 2\n[cluster]\nranks_per_node = 1\n[cluster.links]\nrack_gbps = 10')"
-  EMU_SLOW="[1, 1]" REAL_SLOW="[1, 2]"
+  EMU_SLOW="[4, 4]" REAL_SLOW="[4, 8]"
   d=(--set launch.ranks=2 --set cluster.ranks_per_node=1 --set cluster.links.rack_gbps=10
      --set cluster.links.rack_latency_us=10 --set "cluster.speeds=[1, 0.5]" --set train.global_batch=32
      --set train.steps=60 --set log.every=1 --set train.eval_every=1000000)

@@ -20,8 +20,10 @@ emulator's ([cluster.emulate]). Loss comes from iptables' statistic match (netns
 
 The state folder (/run/dptrain-netns/NAME) holds `hostfile` (mpirun's, slots = ranks per node), `env`
 (OpenMPI's options: TCP between nodes on the cluster's interface, shared memory inside a node, ssh as the
-rsh agent), `state.json` and the keys. CMD runs as `launcher` with that environment and DPTRAIN_CLUSTER
-set to the folder. Needs root (namespaces); refuses in one line without it.
+rsh agent, and waits that yield the core: every node shares this machine's cores, and ranks busy-polling
+in MPI starve the kernel's TCP work, 3.5x slower MRA steps at 10 Gbit/s, measured), `state.json` and the
+keys. CMD runs as `launcher` with that environment and DPTRAIN_CLUSTER set to the folder. Needs root
+(namespaces); refuses in one line without it.
 
 With --slurm the cluster also runs Slurm (Debian's slurm-wlm and munge): munged on this machine (its
 socket a file, which every namespace sees), slurmctld on the launcher, a slurmd on each node under the
@@ -152,7 +154,8 @@ def write_client(st, nodes, ranks_per_node):
     env = {
         "OMPI_MCA_plm_rsh_agent": f"{d}/ssh", "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
         "OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_btl_tcp_if_include": st["subnet"],
-        "OMPI_MCA_oob_tcp_if_include": st["subnet"], "PMIX_MCA_gds": "hash", "DPTRAIN_CLUSTER": d,
+        "OMPI_MCA_oob_tcp_if_include": st["subnet"], "OMPI_MCA_mpi_yield_when_idle": "1",
+        "PMIX_MCA_gds": "hash", "DPTRAIN_CLUSTER": d,
     }
     with open(f"{d}/env", "w") as f:
         f.writelines(f"export {k}={v}\n" for k, v in env.items())

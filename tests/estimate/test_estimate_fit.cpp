@@ -205,3 +205,28 @@ BOOST_AUTO_TEST_CASE(cgp_of_pipelines_is_its_groups_pipelines_and_their_exchange
   BOOST_TEST(over_slow.samples_per_s < 0.9 * fast.samples_per_s);
   BOOST_TEST(over_slow.bound.find("exchange") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(cgp_of_pipelines_holds_fast_groups_at_the_staleness_bound) {
+  // Two groups on free links, the second ten times slower: unheld, the slow group would see about ten
+  // of the fast group's updates in its cycle; the leading shard holds the fast group to max_staleness
+  // (2) updates per slow cycle, so together they make 2 + 1 of the slow group's updates' samples.
+  Job job = load_job(std::string(DPTRAIN_SOURCE_DIR) + "/configs/gpt.toml",
+                     {"model.tied_head=false", "model.layers=2", "launch.ranks=4", "train.global_batch=64",
+                      "cluster.ranks_per_node=2", "parallel.pipeline.stages=\"0-1,2-3\"",
+                      "parallel.pipeline.micro_batches=4", "parallel.strategy=\"cgp-pipeline\"",
+                      "parallel.cgp.max_staleness=2", "cluster.speeds=[1, 1, 0.1, 0.1]"});
+  job.cluster.links.node_gbps = job.cluster.links.rack_gbps = job.cluster.links.cross_gbps = 1e6;
+  job.cluster.links.node_latency_us = job.cluster.links.rack_latency_us = job.cluster.links.cross_latency_us = 0;
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  estimate::Timing t;
+  t.profile = estimate::roofline_profile(facts, estimate::device_kind("h200", "--device"), false, 8);
+  auto predict = [&](Job j) { return estimate::estimate_job(j, facts, cluster_from_job(j), t, {}); };
+  Job slow_half = job;  // the slow group alone: a pipeline of 2 stages on the slow devices
+  slow_half.parallel.strategy = StrategyKind::pipeline;
+  slow_half.launch.ranks = 2;
+  slow_half.train.global_batch = 32;
+  slow_half.cluster.speeds = {0.1, 0.1};
+  const estimate::Estimate held = predict(job);
+  BOOST_TEST(held.staleness <= 2.0 + 1e-9);
+  BOOST_TEST(held.samples_per_s == 3 * predict(slow_half).samples_per_s, boost::test_tools::tolerance(1e-3));
+}

@@ -102,7 +102,8 @@ RankStep timed_step(StepUpdate& update, Optimizer& opt, double lr, Model& model,
   model.kernels().synchronize();  // GPU work is asynchronous: time the backward, not its launch
   // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
   const double forward_wait_s = update.forward_wait_ms() / 1000;
-  emulator.delay(emulated_step, timer.wall_seconds() - forward_wait_s, timer.cpu_seconds());
+  emulator.delay(emulated_step, timer.wall_seconds() - forward_wait_s, timer.cpu_seconds(),
+                 int64_t(indices.size()));  // the same work for the same local batch
   const double compute_s = std::chrono::duration<double>(Clock::now() - step_start).count() - forward_wait_s;
   // Sum the gradients and update (the rest of it, under MRA).
   const SyncTimes sync = update.finish();
