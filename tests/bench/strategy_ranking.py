@@ -13,7 +13,7 @@ out of tau; one predicted to fit that fails is a miss.
 
 Every rank's machine is emulated slower than a core ([cluster.emulate] slowdown on every rank, on top
 of the speeds the cluster describes): a slowed rank sleeps until its compute has taken its factor times
-its CPU time, so the two cores of this machine are not what limits the runs. Steps are sized to tens of
+the least CPU time seen for that work, so the two cores of this machine are not what limits the runs. Steps are sized to tens of
 milliseconds or more (global batch 1024 for the quickstart MLP): with four ranks on two cores, every hop
 of a collective can wait for the scheduler to run the rank it needs, a millisecond or more per step that
 no cluster of four devices has and the model leaves out. Samples/s are compared as
