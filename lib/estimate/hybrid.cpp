@@ -46,9 +46,7 @@ void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& 
     if (std::find(plan.stages[s].ranks.begin(), plan.stages[s].ranks.end(), 0) != plan.stages[s].ranks.end())
       leading = int(s);
   const pipeline::detail::Prefix prefix(w);
-  std::vector<double> cycle(size_t(groups), 0.0), exchange(size_t(groups), 0.0), minibatch(size_t(groups), 0.0),
-      batch(size_t(groups), 0.0);
-  double samples_per_s = 0;
+  std::vector<double> cycle(size_t(groups), 0.0), exchange(size_t(groups), 0.0), minibatch(size_t(groups), 0.0);
   for (int g = 0; g < groups; ++g) {
     const pipeline::Prediction pred = pipeline::evaluate(w, c.subset(members[size_t(g)]), plan);
     const size_t first = e.ranks.size();
@@ -84,7 +82,6 @@ void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& 
     minibatch[size_t(g)] = pred.minibatch_s;
     exchange[size_t(g)] = lead_s + others_s;
     cycle[size_t(g)] = double(every) * pred.minibatch_s + lead_s + others_s;
-    batch[size_t(g)] = double(gj.train.global_batch);
   }
   if (!t.profile || std::any_of(cycle.begin(), cycle.end(), [](double c) { return !(c > 0); })) return;
   // The leading shard holds an update rather than let it exceed the staleness bound: the fast groups
@@ -92,10 +89,10 @@ void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& 
   const std::vector<double> rate = cgp::detail::held_rates(cycle, double(job.parallel.cgp.max_staleness));
   double total_rate = 0;
   for (double r : rate) total_rate += r;
-  for (int g = 0; g < groups; ++g) {
-    samples_per_s += double(every) * batch[size_t(g)] * rate[size_t(g)];
+  for (int g = 0; g < groups; ++g)
     e.staleness = std::max(e.staleness, cycle[size_t(g)] * (total_rate - rate[size_t(g)]));
-  }
+  // Every group trains the same share of the global batch (groups are of equal size).
+  const double samples_per_s = double(every) * double(gj.train.global_batch) * total_rate;
   e.step_s = samples_per_s > 0 ? double(job.train.global_batch) / samples_per_s : 0.0;
   // What bounds it: the group of the longest cycle, its pipeline or its exchanges.
   const size_t slow = size_t(std::max_element(cycle.begin(), cycle.end()) - cycle.begin());

@@ -14,28 +14,11 @@
 set -u
 DPTRAIN=$(realpath "${1:?usage: netns.sh DPTRAIN REPO_ROOT}")
 REPO=$(realpath "${2:?usage: netns.sh DPTRAIN REPO_ROOT}")
-TOOL="$REPO/tests/cluster/netns_cluster.py"
-PY=/usr/bin/python3
-[[ $(id -u) -eq 0 ]] || { echo "skip - network namespaces need root"; exit 77; }
-probe="dpt-probe-$$"
-ip netns add "$probe" 2>/dev/null || { echo "skip - this machine cannot make network namespaces"; exit 77; }
-ip netns del "$probe"
-for tool in iperf3 /usr/sbin/sshd tc; do
-  command -v "$tool" >/dev/null || { echo "not ok - setup: $tool not found (scripts/install-deps.sh --test)"; exit 1; }
-done
-
 NAME="${NETNS_NAME:-nt$((RANDOM % 1000))}"
+source "$REPO/tests/cluster/netns_lib.sh"
+netns_require iperf3 /usr/sbin/sshd tc
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dptrain-netns.XXXXXX")
-failures=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
-cleanup() {
-  trap '' INT TERM HUP  # a second signal must not cut the teardown short
-  $PY "$TOOL" down "$NAME"
-  [[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+netns_cleanup_more() { [[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"; }
 hosts_before=$(sha256sum /etc/hosts)
 
 cat >"$TMP/three.toml" <<'EOF'
@@ -48,8 +31,6 @@ gbps = [0, 5, 2.5,  5, 0, 1,  2.5, 1, 0]
 EOF
 STATE=$($PY "$TOOL" up "$TMP/three.toml" --name "$NAME") || { echo "not ok - the cluster could not be made"; exit 1; }
 source "$STATE/env"
-LAUNCHER="dpt-$NAME-launcher"
-on_launcher() { ip netns exec "$LAUNCHER" unshare --uts -- sh -c 'hostname launcher && exec "$@"' sh "$@"; }
 node_ns() { echo "dpt-$NAME-node$1"; }
 node_ip() { awk -v h="node$1" '$2 == h { print $1 }' "/etc/netns/$LAUNCHER/hosts"; }
 

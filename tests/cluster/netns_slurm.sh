@@ -13,27 +13,10 @@
 set -u
 DPTRAIN=$(realpath "${1:?usage: netns_slurm.sh DPTRAIN REPO_ROOT}")
 REPO=$(realpath "${2:?usage: netns_slurm.sh DPTRAIN REPO_ROOT}")
-TOOL="$REPO/tests/cluster/netns_cluster.py"
-PY=/usr/bin/python3
-[[ $(id -u) -eq 0 ]] || { echo "skip - network namespaces need root"; exit 77; }
-probe="dpt-probe-$$"
-ip netns add "$probe" 2>/dev/null || { echo "skip - this machine cannot make network namespaces"; exit 77; }
-ip netns del "$probe"
-for tool in /usr/sbin/sshd tc munged slurmctld slurmd salloc nsenter; do
-  command -v "$tool" >/dev/null || { echo "not ok - setup: $tool not found (scripts/install-deps.sh --test)"; exit 1; }
-done
-
 NAME="${NETNS_NAME:-ns$((RANDOM % 1000))}"
-failures=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
+source "$REPO/tests/cluster/netns_lib.sh"
+netns_require /usr/sbin/sshd tc munged slurmctld slurmd salloc nsenter
 STATE=""
-cleanup() {
-  trap '' INT TERM HUP  # a second signal must not cut the teardown short
-  $PY "$TOOL" down "$NAME"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 
 # The description: three nodes of one rank. Run folders live in the cluster's state folder, which every
 # node sees (each node's /tmp is its own, as on a real cluster).
@@ -47,8 +30,6 @@ ok "three nodes with Slurm up in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGI
 WORK="$STATE/work"
 mkdir -p "$WORK"
 cd "$WORK" || exit 1
-LAUNCHER="dpt-$NAME-launcher"
-on_launcher() { ip netns exec "$LAUNCHER" unshare --uts -- sh -c 'hostname launcher && exec "$@"' sh "$@"; }
 QUICK=("$REPO/configs/quickstart.toml" --set launch.ranks=3 --set train.threads=1 --set log.progress=plain)
 
 # 1. srun across the three nodes.
