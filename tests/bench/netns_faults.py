@@ -224,6 +224,10 @@ def main():
                     wall, rc, lines, at, steps = run(dptrain, st, out, sets,
                                               (when, lambda: undo.append(fault(kind, name, node))))
                     left = leftovers_after(st, at, wall)
+                    sockets = {host: subprocess.run(["ip", "netns", "exec", next(n["ns"] for n in st["nodes"]
+                                                                                  if n["host"] == host),
+                                                     "ss", "-tnoip"], capture_output=True, text=True).stdout
+                               for host in sorted({h for h, _, _ in left})}
                     for u in undo:
                         if u:
                             u.wait()
@@ -254,7 +258,8 @@ def main():
                           f"wall {row['slower']:+.1f} s; "
                           f"left {row['left']}; accounting {'exact' if row['accounting'] else 'WRONG'}; "
                           f"accuracy {row['acc']:+.4f}\n    {row['said'][:600]}"
-                          + "".join(f"\n    left on {host}: pid {pid} {cmd[:200]}" for host, pid, cmd in left), flush=True)
+                          + "".join(f"\n    left on {host}: pid {pid} {cmd[:200]}" for host, pid, cmd in left)
+                          + "".join(f"\n    TCP on {host}:\n" + text.rstrip() for host, text in sockets.items()), flush=True)
     finally:
         netns_cluster.down(name)
     print_table(rows, a.strategies.split(","), a.kinds.split(","))
