@@ -81,6 +81,11 @@ namespace detail {
 // `cycle` seconds each (lib/cgp/model.cpp): 1 / cycle where no group would see more than `bound` updates
 // of the others in its cycle, else the fast groups slowed alike until none does. Also the hybrid's model.
 std::vector<double> held_rates(const std::vector<double>& cycle, double bound);
+// The mean wait of each group's exchange for the server's interface (lib/cgp/queue.cpp): group g computes
+// for busy[g] seconds, then its exchange holds the interface for exchange[g] (one exchange at a time, first
+// come first served; a group without exchange never waits), the cycles played out without noise until
+// they settle. CGP's prediction and the hybrid's; the hold comes after (held_rates on the longer cycles).
+std::vector<double> queued_waits(const std::vector<double>& busy, const std::vector<double>& exchange);
 }  // namespace detail
 
 // The model's prediction for grouping `g` (one entry per rank of `cluster`). Throws JobError for a

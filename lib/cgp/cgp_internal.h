@@ -47,8 +47,12 @@ struct GroupTimes {
   double exchange = 0, held = 0, cycle = 0, samples_per_s = 0, staleness = 0;
 };
 // Contention, holds, cycles, throughput and staleness of the groups with `terms` under workload `w`
-// (one group: no exchange).
-Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vector<GroupTimes>* times = nullptr);
+// (one group: no exchange); the hold slows the fast groups by rates (held_rates). The solvers' score, in
+// closed form: below saturation no exchange waits at the server, above it every exchange is stretched
+// alike until the server is exactly busy. With `queued`, the prediction's: the server's queue played out
+// (queued_waits), at any load.
+Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vector<GroupTimes>* times = nullptr,
+              bool queued = false);
 // The expected maximum of k independent standard normal variables (0 for k = 1): how much longer than
 // its average member a synchronous step of k jittery members takes, in standard deviations.
 double expected_max_of_normals(int k);
@@ -73,7 +77,7 @@ class GroupingState {
   void remove(int rank);           // rank assigned
   void move(int rank, int group) { remove(rank); add(rank, group); }
   const GroupTerms& terms(int group);
-  Score score(std::vector<GroupTimes>* times = nullptr, std::vector<int>* slot_of = nullptr);
+  Score score(std::vector<GroupTimes>* times = nullptr, std::vector<int>* slot_of = nullptr, bool queued = false);
   Grouping grouping() const;       // normalized
 
  private:

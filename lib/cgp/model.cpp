@@ -164,7 +164,7 @@ std::vector<double> held_rates(const std::vector<double>& cycle, double bound) {
   return rate;
 }
 
-Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vector<GroupTimes>* times) {
+Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vector<GroupTimes>* times, bool queued) {
   const double every = double(w.exchange_every);
   const size_t groups = terms.size();
   Score s;
@@ -185,8 +185,14 @@ Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vect
     exchange[g] = terms[g].exchange;
     s.server_load += exchange[g] / (busy[g] + exchange[g]);
   }
-  const double stretch = s.server_load > 1 ? saturation_factor(busy, exchange) : 1.0;
-  for (size_t g = 0; g < groups; ++g) cycle[g] = busy[g] + stretch * exchange[g];
+  std::vector<double> wait(groups, 0.0);
+  if (queued) {
+    wait = queued_waits(busy, exchange);
+  } else {
+    const double stretch = s.server_load > 1 ? saturation_factor(busy, exchange) : 1.0;
+    for (size_t g = 0; g < groups; ++g) wait[g] = (stretch - 1) * exchange[g];
+  }
+  for (size_t g = 0; g < groups; ++g) cycle[g] = busy[g] + exchange[g] + wait[g];
   const std::vector<double> rate = held_rates(cycle, w.hold_staleness);
   double total_rate = 0;
   for (double r : rate) total_rate += r;
@@ -196,7 +202,7 @@ Score combine(const std::vector<GroupTerms>& terms, const Workload& w, std::vect
     const double staleness = cycle[g] * (total_rate - rate[g]);
     s.samples_per_s += samples;
     s.max_staleness = std::max(s.max_staleness, staleness);
-    if (times) (*times)[g] = GroupTimes{stretch * exchange[g], std::max(0.0, 1 / rate[g] - cycle[g]), 1 / rate[g], samples, staleness};
+    if (times) (*times)[g] = GroupTimes{exchange[g] + wait[g], std::max(0.0, 1 / rate[g] - cycle[g]), 1 / rate[g], samples, staleness};
   }
   return s;
 }
@@ -242,7 +248,7 @@ Prediction predict(const Cluster& cluster, const Workload& w, const Grouping& g)
   state.assign(normalized(g));
   std::vector<detail::GroupTimes> times;
   std::vector<int> slot_of;
-  const detail::Score s = state.score(&times, &slot_of);
+  const detail::Score s = state.score(&times, &slot_of, /*queued=*/true);
   Prediction p;
   p.samples_per_s = s.samples_per_s;
   p.max_staleness = s.max_staleness;

@@ -75,6 +75,16 @@ Solution solve(const Cluster& cluster, const Workload& workload, const SolveOpti
   s.grouping = normalized(search.best());
   s.prediction = predict(cluster, w, s.grouping);
   s.front = search.archive().front();
+  // The search scores without the server's queue below saturation, which predict() plays out: of the
+  // front's groupings within the bound, the one predicted fastest with it.
+  for (const FrontPoint& f : s.front) {
+    if (f.max_staleness > o.max_staleness + detail::kStalenessTolerance) continue;
+    const Grouping g = normalized(f.grouping);
+    if (g == s.grouping) continue;
+    Prediction p = predict(cluster, w, g);
+    if (p.samples_per_s > s.prediction.samples_per_s && p.max_staleness <= o.max_staleness + detail::kStalenessTolerance)
+      s.grouping = g, s.prediction = std::move(p);
+  }
   s.solver = o.solver;
   s.evaluations = search.evaluations();
   s.time_limited = search.time_limited();

@@ -241,7 +241,7 @@ const GroupTerms& GroupingState::terms(int group) {
   return g.cached;
 }
 
-Score GroupingState::score(std::vector<GroupTimes>* times, std::vector<int>* slot_of) {
+Score GroupingState::score(std::vector<GroupTimes>* times, std::vector<int>* slot_of, bool queued) {
   scratch_.clear();
   if (slot_of) slot_of->clear();
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -250,7 +250,7 @@ Score GroupingState::score(std::vector<GroupTimes>* times, std::vector<int>* slo
     if (slot_of) slot_of->push_back(int(g));
   }
   DP_CHECK(!scratch_.empty(), "score of an empty grouping");
-  return combine(scratch_, w_, times);
+  return combine(scratch_, w_, times, queued);
 }
 
 Grouping GroupingState::grouping() const {

@@ -7,10 +7,10 @@
 // leading stage's members first (each sends its slice of the stage's update to the shard's host and
 // receives the global slice back, over the link between them), then every other stage's at once, so
 // X_g = the leading stage's slowest member + the slowest member of the others. A cycle is E T_g + X_g;
-// the groups add up: samples/s = sum_g E B_g r_g, where r_g = 1 / (E T_g + X_g) unless the leading
+// the groups add up: samples/s = sum_g E B_g r_g, where r_g = 1 / (E T_g + W_g + X_g), W_g the wait for
+// the shards, which take one group's exchange at a time (cgp::detail::queued_waits), unless the leading
 // shard's hold slows it: no group may see more than max_staleness updates of the others in its cycle
-// (cgp::detail::held_rates, as CGP's model). The staleness of g's update is cycle_g x sum_{h != g} r_h.
-// Like CGP's model it leaves out the leading shard's queue below saturation.
+// (cgp::detail::held_rates; both as CGP's model). The staleness of g's update is cycle_g x sum_{h != g} r_h.
 // Memory: each rank holds its stage as the planner's memory model says; a shard's host holds the
 // stage's global values besides (host memory, as CGP's server).
 #include <fmt/format.h>
@@ -84,13 +84,16 @@ void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& 
     cycle[size_t(g)] = double(every) * pred.minibatch_s + lead_s + others_s;
   }
   if (!t.profile || std::any_of(cycle.begin(), cycle.end(), [](double c) { return !(c > 0); })) return;
-  // The leading shard holds an update rather than let it exceed the staleness bound: the fast groups
-  // wait for the slow ones (CGP's model of the hold).
+  // The leading shard takes one group's exchange at a time and holds an update rather than let it exceed
+  // the staleness bound (CGP's model of the server's queue and the hold).
+  std::vector<double> busy(cycle.size());
+  for (size_t g = 0; g < cycle.size(); ++g) busy[g] = double(every) * minibatch[g];
+  const std::vector<double> wait = cgp::detail::queued_waits(busy, exchange);
+  for (size_t g = 0; g < cycle.size(); ++g) cycle[g] += wait[g];
   const std::vector<double> rate = cgp::detail::held_rates(cycle, double(job.parallel.cgp.max_staleness));
   double total_rate = 0;
   for (double r : rate) total_rate += r;
-  for (int g = 0; g < groups; ++g)
-    e.staleness = std::max(e.staleness, cycle[size_t(g)] * (total_rate - rate[size_t(g)]));
+  for (size_t g = 0; g < cycle.size(); ++g) e.staleness = std::max(e.staleness, cycle[g] * (total_rate - rate[g]));
   // Every group trains the same share of the global batch (groups are of equal size).
   const double samples_per_s = double(every) * double(gj.train.global_batch) * total_rate;
   e.step_s = samples_per_s > 0 ? double(job.train.global_batch) / samples_per_s : 0.0;
