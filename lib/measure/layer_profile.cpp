@@ -1,6 +1,6 @@
 // measure_block_profile (layer_profile.h): the model's blocks run one after another as in a one-stage
 // pipeline, one block's memory at a time, each forward and backward timed on its own (the device
-// synchronised around it), at the
+// synchronised around it; on the CPU with one compute thread, that thread's CPU time), at the
 // micro-batch asked for and at an eighth of it, whose line gives each time's fixed part; the job's
 // optimizer updating each block's parameters; and a whole step of the model held whole beside its blocks.
 #include "lib/measure/layer_profile.h"
@@ -8,11 +8,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <numeric>
 
 #include "kernels/cpu/ops.h"
 #include "lib/core/backend.h"
+#include "lib/balance/emulate.h"
 #include "lib/core/error.h"
 #include "lib/data/dataset.h"
 #include "lib/optim/optimizer.h"
@@ -73,13 +73,16 @@ BlockTimes time_blocks(const Job& job, Model& model, const Dataset& data, int64_
   else tokens.upload(std::span<const int32_t>(b.tokens, size_t(n * shape.context)));
   targets.upload(std::span<const int32_t>(b.targets, size_t(n * per_target)));
 
-  using clock = std::chrono::steady_clock;
-  auto timed = [&k](auto&& work) {
+  // One compute thread on the CPU: its CPU time, as the slowdown emulator paces it, so that ranks timing
+  // their blocks at once on shared cores do not count the waits for a core (they made one rank of four
+  // on two cores look twice as fast as another of the same speed); else the wall time.
+  const bool thread_cpu = paced_by_thread_cpu(k);
+  auto timed = [&k, thread_cpu](auto&& work) {
     k.synchronize();
-    const auto t0 = clock::now();
+    const ComputeTimer timer(thread_cpu);
     work();
     k.synchronize();
-    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    return 1e3 * (thread_cpu ? timer.cpu_seconds() : timer.wall_seconds());
   };
   const BlockHooks none;
   BlockTimes t;
@@ -135,14 +138,15 @@ double whole_step_ms(const Job& job, Model& model, const Dataset& data, int64_t 
   BatchBuffer buffer;
   const auto params = int64_t(model.params().size());
   const auto opt = make_optimizer(job.optim, params, model.kernels());
+  const bool thread_cpu = paced_by_thread_cpu(model.kernels());  // as the blocks are timed
   std::vector<double> times;
   for (int it = 0; it < warmup + steps; ++it) {
     opt->update_range(model.params().data(), model.grads().data(), 0, params, 0.0, opt->begin_step());
     model.kernels().synchronize();
-    const auto t0 = std::chrono::steady_clock::now();
+    const ComputeTimer timer(thread_cpu);
     model.forward_backward(gather_batch(data, idx, buffer), 1.0f, 0);
     model.kernels().synchronize();
-    if (it >= warmup) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (it >= warmup) times.push_back(1e3 * (thread_cpu ? timer.cpu_seconds() : timer.wall_seconds()));
   }
   return median(times);
 }
