@@ -170,15 +170,7 @@ double model_update_seconds(const ModelFacts& facts, const pipeline::BlockProfil
   return detail::update_seconds(p, 0, int(facts.blocks.size()) - 1);
 }
 
-Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
-                      const Options& o) {
-  Estimate e;
-  e.model = facts.describe;
-  e.timing_basis = t.profile ? t.basis : "none (memory only)";
-  e.flops_per_sample = facts.forward_flops() + facts.backward_flops();
-  e.flops_per_step = e.flops_per_sample * double(job.train.global_batch);
-  e.steps_per_epoch = (facts.train_samples + job.train.global_batch - 1) / job.train.global_batch;
-  e.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * e.steps_per_epoch;
+void detail::strategy_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e) {
   switch (job.parallel.strategy) {
     case StrategyKind::data: data_ranks(job, facts, c, t, e); break;
     case StrategyKind::cgp: detail::cgp_ranks(job, facts, c, t, e); break;
@@ -189,6 +181,19 @@ Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c,
                        "of one strategy", "compare them all with dptrain plan JOB --compare, or add --set "
                        "parallel.strategy=data (cgp, pipeline)");
   }
+}
+
+Estimate estimate_job(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
+                      const Options& o) {
+  Estimate e;
+  e.model = facts.describe;
+  e.timing_basis = t.profile ? t.basis : "none (memory only)";
+  e.flops_per_sample = facts.forward_flops() + facts.backward_flops();
+  e.flops_per_step = e.flops_per_sample * double(job.train.global_batch);
+  e.steps_per_epoch = (facts.train_samples + job.train.global_batch - 1) / job.train.global_batch;
+  e.total_steps = job.train.steps > 0 ? job.train.steps : job.train.epochs * e.steps_per_epoch;
+  detail::strategy_ranks(job, facts, detail::cluster_at_start(job, c, e.total_steps), t, e);
+  detail::average_over_fluctuation(job, facts, c, t, e);
   if (job.parallel.strategy != StrategyKind::pipeline && job.parallel.strategy != StrategyKind::cgp_pipeline)
     levers_note(job.train, e);
   std::sort(e.ranks.begin(), e.ranks.end(), [](const RankEstimate& a, const RankEstimate& b) { return a.rank < b.rank; });

@@ -40,5 +40,14 @@ void stage_ranks(const Job& job, const ModelFacts& facts, const pipeline::Worklo
 void cgp_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
 void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
 void cgp_pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
+// The job's strategy's ranks and step time on `c` (one of the four above).
+void strategy_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t, Estimate& e);
+
+// [cluster.emulate]'s fluctuation window (fluctuation.cpp): `c` as a run of `steps` steps sees it at its
+// start (the rank slowed at step 0, if any), and the step time averaged over the job's steps with the
+// decisions made at the start kept.
+Cluster cluster_at_start(const Job& job, const Cluster& c, int64_t steps);
+void average_over_fluctuation(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
+                              Estimate& e);
 
 }  // namespace dp::estimate::detail
