@@ -67,9 +67,9 @@ double device_peak_bytes(const Workload& w, const Prefix& p, int first, int last
 
 StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,
                      const std::vector<int>& ranks, int64_t in_flight, int64_t micro_batch,
-                     const std::vector<int>& recompute) {
+                     const std::vector<int>& recompute, const Cluster* divided_by) {
   StageCost s;
-  s.shares = micro_batch_shares(c, ranks, micro_batch);
+  s.shares = micro_batch_shares(divided_by ? *divided_by : c, ranks, micro_batch);
   double recompute_per_sample = 0, recompute_fixed = 0;
   for (int b : recompute) {
     recompute_per_sample += w.blocks[size_t(b)].forward_s;

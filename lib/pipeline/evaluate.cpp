@@ -8,7 +8,7 @@ namespace dp::pipeline {
 
 using detail::Prefix;
 
-Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan) {
+Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan, const Cluster* divided_by) {
   const int n = int(w.blocks.size());
   const int S = int(plan.stages.size());
   DP_CHECK(S > 0 && plan.micro_batches > 0 && w.global_batch % plan.micro_batches == 0, "a plan with stages");
@@ -33,7 +33,8 @@ Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan) {
   for (int s = 0; s < S; ++s) {
     const Stage& st = plan.stages[size_t(s)];
     costs.push_back(detail::stage_cost(w, p, c, st.first, st.last, st.ranks,
-                                       std::min<int64_t>(plan.micro_batches, S - s), micro_batch, st.recompute));
+                                       std::min<int64_t>(plan.micro_batches, S - s), micro_batch, st.recompute,
+                                       divided_by));
   }
   for (int s = 0; s + 1 < S; ++s)
     links.push_back(detail::link_cost(w, c, plan.stages[size_t(s)].last, plan.stages[size_t(s)].ranks,

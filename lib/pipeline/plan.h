@@ -136,8 +136,10 @@ struct Prediction {
 };
 
 // The model's prediction for a plan (its recompute lists as given). Throws InternalError for a plan that
-// does not cover the blocks in order or uses a rank twice (callers validate user input first).
-Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan);
+// does not cover the blocks in order or uses a rank twice (callers validate user input first). A
+// replicated stage's rows are divided by the speeds of `divided_by` when given (a run keeps the division
+// it made at its start while speeds change), else of `c`.
+Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan, const Cluster* divided_by = nullptr);
 
 // The cheapest recomputation for blocks [first, last] on `ranks` at position `from_end` (1: the last
 // stage) with M micro-batches: fewest recomputed forward seconds such that every device fits. Returns

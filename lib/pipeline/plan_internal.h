@@ -37,9 +37,11 @@ inline double recompute_seconds(const BlockCost& b, int64_t share) {
 // Samples of one micro-batch on each rank, in proportion to speed (every rank at least 1).
 std::vector<int64_t> micro_batch_shares(const Cluster& c, const std::vector<int>& ranks, int64_t micro_batch);
 
+// A stage's cost on `c`, its micro-batch's rows divided by the speeds of `divided_by` (else of `c`).
 StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int first, int last,
                      const std::vector<int>& ranks, int64_t in_flight, int64_t micro_batch,
-                     const std::vector<int>& recompute);
+                     const std::vector<int>& recompute,
+                     const Cluster* divided_by = nullptr);
 
 // What a device of a stage of blocks [first, last] holds, by term: parameters, gradients and optimizer
 // state; per sample of a micro-batch in flight (kept activations and the output sent on); per sample once

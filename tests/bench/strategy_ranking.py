@@ -11,6 +11,11 @@ of the measured best. Over all cases: tau summed over the pairs, the lowest per-
 absolute error. A candidate predicted not to fit must fail cleanly (non-zero exit, one line) and is left
 out of tau; one predicted to fit that fails is a miss.
 
+A case marked "real" runs on a cluster of network namespaces (tests/cluster/netns_cluster.py: nodes
+joined by links the kernel shapes, ranks started over ssh; needs root): `profile --links` measures its
+links once and writes the cluster file both the prediction and the runs read ([cluster] file); compute
+slowness stays emulated there ([cluster.emulate] slowdown), links are the kernel's.
+
 Every rank's machine is emulated slower than a core ([cluster.emulate] slowdown on every rank, on top
 of the speeds the cluster describes): a slowed rank sleeps until its compute has taken its factor times
 the least CPU time seen for that work, so the two cores of this machine are not what limits the runs. Steps are sized to tens of
@@ -19,7 +24,7 @@ of a collective can wait for the scheduler to run the rank it needs, a milliseco
 no cluster of four devices has and the model leaves out. Samples/s are compared as
 measured; CGP's accuracy cost (more steps for the same accuracy) is not part of this throughput ranking.
 
-Usage: strategy_ranking.py DPTRAIN [--cases lab,slow-link,...] [--reps 3] [--steps 60]
+Usage: strategy_ranking.py DPTRAIN [--cases lab,slow-link,...] [--reps 3] [--steps 60]   (root for "real")
 """
 import argparse
 import json
@@ -31,6 +36,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
+import netns_cluster  # noqa: E402
 
 GPT = [f"{ROOT}/configs/gpt.toml", "--set", "model.tied_head=false", "--set", "model.layers=2"]
 QUICK = [f"{ROOT}/configs/quickstart.toml"]
@@ -43,7 +50,12 @@ def sets(*kv):
     return out
 
 
-# name: (job and its overrides, what the case is built to show)
+HYBRID = [f"{ROOT}/tests/bench/hybrid.toml", "--set", "model.layers=2", "--set", "model.width=128",
+          "--set", "train.global_batch=64", "--set", "parallel.strategy=data"]
+
+# name: (job and its overrides, what the case is built to show[, options: "real": the cluster to run it on,
+# built of network namespaces (tests/cluster/netns_cluster.py) from this description, its links measured
+# by `profile --links` for the prediction; "steps": the case's own step count])
 CASES = {
     "lab": (GPT + sets("launch.ranks=4", 'cluster.kinds=["fast","old"]', "cluster.kind_counts=[2,2]",
                        "cluster.kind_speeds=[1.0,0.4]", "cluster.ranks_per_node=1", "cluster.nodes_per_rack=2",
@@ -67,11 +79,39 @@ CASES = {
                                    "cluster.emulate.as_described=true", "cluster.emulate.slowdown=[4,4,4,4]"),
                       "a model of 10 M parameters no device of 100 MB holds whole, with its gradients and "
                       "optimizer state"),
+    "fluctuating": (QUICK + sets("launch.ranks=4", "train.global_batch=1024", "cluster.ranks_per_node=1",
+                                 "cluster.links.rack_gbps=10", "cluster.emulate.as_described=true",
+                                 "cluster.emulate.slowdown=[12,12,12,12]", "cluster.emulate.fluctuate_rank=0",
+                                 "cluster.emulate.fluctuate_factor=3", "cluster.emulate.fluctuate_to=1000000",
+                                 "cluster.emulate.fluctuate_move_every=10"),
+                    "equal devices, one of them at a time 3x slower, the slowness moving to the next every 10 steps"),
+    "hybrid": (HYBRID + sets("launch.ranks=4", "cluster.ranks_per_node=2", "cluster.speeds=[1,1,0.5,0.5]",
+                             "cluster.links.node_gbps=10", "cluster.links.rack_gbps=0.1",
+                             "cluster.memory_gb=[0.015,0.015,0.015,0.015]", "cluster.emulate.as_described=true",
+                             "cluster.emulate.slowdown=[4,4,4,4]"),
+               "built for CGP of pipelines: a GPT of 0.44 M parameters on two nodes of unequal devices (1 and 0.5) "
+               "joined by 0.1 Gbit/s, devices of 15 MB (the model's training state is 36 MB: data parallelism "
+               "fits only in micro-batches, CGP not at all)", {"steps": 40}),
+    "real-slow-link": (QUICK + sets("launch.ranks=4", "model.hidden=[1024,1024]", "train.global_batch=64",
+                                    "cluster.emulate.slowdown=[4,4,4,4]"),
+                       "slow-link over real links: two namespace nodes of two ranks (shared memory inside) joined "
+                       "by 1 Gbit/s shaped by the kernel, ranks started over ssh; predicted and run on the "
+                       "cluster file `profile --links` wrote",
+                       {"real": "[launch]\nranks = 4\n[cluster]\nranks_per_node = 2\n[cluster.links]\n"
+                                "rack_gbps = 1\n"}),
 }
 
 
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def real_cluster(work, case, description):
+    """The namespace cluster a case runs on, built from its description (needs root)."""
+    path = f"{work}/{case}.cluster.toml"
+    with open(path, "w") as f:
+        f.write(description)
+    return netns_cluster.up(path, f"sr{os.getpid() % 1000}")
 
 
 def steady_samples_per_s(run_dir):
@@ -85,13 +125,16 @@ def steady_samples_per_s(run_dir):
     return (last["step"] - first["step"]) * start["global_batch"] / (last["t"] - first["t"])
 
 
-def kendall(pred, meas):
-    """tau over the pairs of keys, ties counted as neither."""
+def kendall(pred, meas, apart=None):
+    """tau over the pairs of keys, ties counted as neither; with `apart` (key -> (min, max) of its runs),
+    only over the pairs whose measured ranges do not overlap (the pairs the measurement orders)."""
     keys = list(pred)
     concordant = discordant = 0
     for i in range(len(keys)):
         for j in range(i + 1, len(keys)):
             a, b = keys[i], keys[j]
+            if apart and not (apart[a][0] > apart[b][1] or apart[b][0] > apart[a][1]):
+                continue
             s = (pred[a] - pred[b]) * (meas[a] - meas[b])
             concordant += s > 0
             discordant += s < 0
@@ -106,19 +149,33 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--steps", type=int, default=60)
     a = ap.parse_args()
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")  # the cluster's launcher too
+    env = dict(os.environ)
     work = tempfile.mkdtemp(prefix="strategy-ranking.")
-    total_c = total_d = 0
+    total_c = total_d = apart_c = apart_d = 0
     taus, errors, lines = [], [], []
+    cluster = None  # the namespace cluster of a case run over real links
     try:
         for name in a.cases.split(","):
-            job, what = CASES[name]
-            base = job + sets(f"train.steps={a.steps}", "train.eval_every=0", "checkpoint.enabled=false",
-                              "log.progress=plain", f"log.every={max(1, a.steps // 4)}")
+            job, what, *more = CASES[name]
+            opts = more[0] if more else {}
+            steps = opts.get("steps", a.steps)
+            base = job + sets(f"train.steps={steps}", "train.eval_every=0", "checkpoint.enabled=false",
+                              "log.progress=plain", f"log.every={max(1, steps // 4)}")
             profile = f"{work}/{name}.profile.toml"
             p = run([a.dptrain, "profile", "--layers", *base, "--out", profile], env=env)
             if p.returncode:
                 sys.exit(f"{name}: profile --layers failed: {p.stderr.strip()}")
+            launch = lambda cmd: run(cmd, env=env)  # noqa: E731
+            if "real" in opts:
+                cluster = real_cluster(work, name, opts["real"])
+                hostfile = sets(f"launch.hostfile={cluster['state']}/hostfile")
+                launch = lambda cmd: netns_cluster.in_launcher(cluster, cmd + hostfile)  # noqa: E731
+                links = f"{work}/{name}.links.toml"
+                p = launch([a.dptrain, "profile", "--links", *base, "--out", links])
+                if p.returncode:
+                    sys.exit(f"{name}: profile --links failed: {p.stderr.strip()}")
+                base += sets(f"cluster.file={links}")  # its nodes and links for the prediction and the runs
             c = run([a.dptrain, "plan", *base, "--profile", profile, "--compare", "--json"], env=env)
             if c.returncode not in (0, 1):
                 sys.exit(f"{name}: plan --compare failed: {c.stderr.strip()}")
@@ -135,9 +192,11 @@ def main():
                     # A pipeline plans from the same profile the prediction read.
                     extra = sets(*sets_of[n]) + (sets("parallel.pipeline.profile=" + profile)
                                                  if n.startswith("pipeline") else [])
-                    r = run([a.dptrain, "run", *base, *extra, "--out", out, "--force"], env=env)
+                    r = launch([a.dptrain, "run", *base, *extra, "--out", out, "--force"])
                     if r.returncode:
-                        failed[n] = (r.stderr.strip().splitlines() or ["?"])[-1]
+                        said = r.stderr.strip().splitlines() or ["?"]
+                        cause = [x for x in said if "error" in x.lower() and x != said[-1]][:1]
+                        failed[n] = " | ".join(cause + said[-1:])
                         continue
                     measured[n].append(steady_samples_per_s(out))
                     shutil.rmtree(out, ignore_errors=True)
@@ -159,21 +218,33 @@ def main():
                                  f"{(': ' + failed[n]) if clean else ''} | - |")
             both = {n: predicted[n] for n in predicted if n in med}
             tau, conc, disc = kendall(both, {n: med[n] for n in both})
+            _, sep_c, sep_d = kendall(both, {n: med[n] for n in both},
+                                      {n: (min(measured[n]), max(measured[n])) for n in both})
             total_c += conc
             total_d += disc
+            apart_c += sep_c
+            apart_d += sep_d
             taus.append((tau, name))
             best = max(med, key=med.get) if med else None
             within = winner in med and med[winner] >= 0.9 * med[best]
-            lines.append(f"\nKendall tau {tau:+.2f} ({conc} concordant, {disc} discordant pairs); predicted "
+            lines.append(f"\nKendall tau {tau:+.2f} ({conc} concordant, {disc} discordant pairs; of the pairs whose "
+                         f"runs do not overlap: {sep_c} concordant, {sep_d} discordant); predicted "
                          f"winner {winner}: {med.get(winner, float('nan')):.0f} samples/s, measured best {best}: "
                          f"{med.get(best, float('nan')):.0f} ({'within' if within else 'NOT within'} 10%)")
             print("\n".join(lines[first:]), flush=True)
+            if cluster:
+                netns_cluster.down(cluster["name"])
+                cluster = None
         pairs = total_c + total_d
         print(f"\nover {len(taus)} case(s): Kendall tau {(total_c - total_d) / max(1, pairs):+.2f} "
               f"({total_c} concordant, {total_d} discordant pairs); lowest per case "
               f"{min(taus)[0]:+.2f} ({min(taus)[1]}); median absolute error "
-              f"{statistics.median(errors):.1%}" if taus and errors else "nothing measured")
+              f"{statistics.median(errors):.1%}; over the pairs whose runs do not overlap: tau "
+              f"{(apart_c - apart_d) / max(1, apart_c + apart_d):+.2f} ({apart_c} concordant, {apart_d} discordant)"
+              if taus and errors else "nothing measured")
     finally:
+        if cluster:
+            netns_cluster.down(cluster["name"])
         shutil.rmtree(work, ignore_errors=True)
 
 
