@@ -7,9 +7,9 @@
 // the cluster of step 0 (cluster_at_start). Then each step is charged as the run would take it with what
 // it decided fixed: equal shares stay equal and wait for the slowed rank; CGP's groups keep their
 // grouping; a pipeline keeps its plan and rows. I-DAT (data parallelism, or CGP's one group) is played out
-// step by step with the runtime's balancer, which follows each move a few steps late. The hybrid is
-// planned again for each slowed rank (its plan's hold is not modelled). The step time is the average over
-// the job's steps.
+// step by step with the runtime's balancer, which follows each move a few steps late. CGP of pipelines
+// is planned again for each slowed rank (its run keeps the plan of its start; this estimate does not).
+// The step time is the average over the job's steps.
 #include <fmt/format.h>
 
 #include <algorithm>
