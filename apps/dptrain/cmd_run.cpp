@@ -23,6 +23,7 @@
 #include "lib/launch/launcher.h"
 #include "lib/launch/slurm.h"
 #include "lib/train/train.h"
+#include "lib/train/watchdog.h"
 
 namespace dp::app {
 namespace {
@@ -115,8 +116,17 @@ void report_failure(const Job& job, const RunCommand& cmd, const Communicator& w
 }
 
 int run_rank(const RunCommand& cmd, ProcessArgs process) {
+  // MPI's start is a meeting of every rank: one stopped or cut off meanwhile must not hold the others for
+  // good. The job is read first for its wait_timeout (an error in it is reported below, once MPI runs).
+  double wait_timeout = 0;
+  try {
+    wait_timeout = double(load_job(cmd.job.path, cmd.job.overrides).launch.wait_timeout);
+  } catch (const Error&) {
+  }
+  std::optional<WaitGuard> starting(std::in_place, wait_timeout, "MPI's start");
   MpiRuntime mpi(process.argc, process.argv);  // main() installed the stop handlers (stop_signal.h)
   auto world = mpi_world();
+  starting.reset();
   std::optional<Job> loaded;
   try {
     const Job& job = loaded.emplace(load_job(cmd.job.path, cmd.job.overrides));

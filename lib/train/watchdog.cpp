@@ -179,10 +179,34 @@ bool Roster::drain(Communicator& comm, Clock::time_point deadline) {
 
 }  // namespace
 
+WaitGuard::WaitGuard(double timeout_s, std::string what) {
+  if (timeout_s <= 0) return;
+  thread_ = std::thread([this, timeout_s, what = std::move(what)] {
+    std::unique_lock lock(mutex_);
+    if (!done_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return done_; }))
+      end_job(fmt::format("dptrain: not every rank reached {} within {:.0f} s ([launch] wait_timeout): a rank "
+                          "stopped, failed or cannot be reached; ending the job", what, timeout_s));
+  });
+}
+
+WaitGuard::~WaitGuard() {
+  if (!thread_.joinable()) return;
+  {
+    const std::lock_guard lock(mutex_);
+    done_ = true;
+  }
+  done_cv_.notify_one();
+  thread_.join();
+}
+
 Watchdog::Watchdog(Communicator& comm, double timeout_s, std::string beats_path)
     : timeout_s_(timeout_s), beats_path_(std::move(beats_path)) {
   if (timeout_s <= 0) return;
-  comm_ = comm.split(0, comm.rank());
+  {
+    const WaitGuard meeting(timeout_s, fmt::format("the start of training (rank {} on {} waits)", comm.rank(),
+                                                   comm.host()));
+    comm_ = comm.split(0, comm.rank());
+  }
   watch_this_thread(&progress_);
   thread_ = std::thread([this] { run(); });
 }

@@ -183,6 +183,8 @@ def main():
     ap.add_argument("--steps", type=int, default=469)
     ap.add_argument("--nodes", default="node0,node1,node2", help="the nodes a fault may hit")
     ap.add_argument("--baselines", type=int, default=3, help="uninterrupted runs per strategy")
+    ap.add_argument("--at", type=float, help="every fault this many seconds into its run (default: at random, "
+                                             "0.15 to 0.75 of the uninterrupted run)")
     ap.add_argument("--table", nargs="+", metavar="LOG", help="print only the table of these logs' runs")
     a = ap.parse_args()
     if a.table:
@@ -218,7 +220,7 @@ def main():
             for kind in a.kinds.split(","):
                 for i in range(a.injections):
                     node = rng.choice(a.nodes.split(","))
-                    when = rng.uniform(0.15, 0.75) * t0
+                    when = a.at if a.at is not None else rng.uniform(0.15, 0.75) * t0
                     out = f"{tmp}/{strategy}.{kind}.{i}"
                     undo = []
                     wall, rc, lines, at, steps = run(dptrain, st, out, sets,
