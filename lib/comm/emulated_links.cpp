@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -63,46 +64,83 @@ class Network {
       }
     return s;
   }
+  // The line rate of `rank`'s interface: its fastest link's bandwidth, either way (0, unlimited, when
+  // any of its links is unlimited).
+  double fastest(int rank) const {
+    if (matrix_.ranks == 0) return uniform_.gbps;
+    double line = 0;
+    for (int peer = 0; peer < matrix_.ranks; ++peer) {
+      if (peer == rank) continue;
+      for (const LinkModel& l : {matrix_.at(rank, peer), matrix_.at(peer, rank)}) {
+        if (l.gbps == 0) return 0;
+        line = std::max(line, l.gbps);
+      }
+    }
+    return line;
+  }
 
  private:
   LinkModel uniform_;
   LinkMatrix matrix_;
 };
 
-// The two directions of one process's network interface: when each is free again.
+// One process's network interface: its line (each direction as fast as its fastest link) and, behind
+// it, a pipe per link speed (each direction), which the flows over links of that speed share as flows
+// over one uplink do. A transfer over a link of b bytes/s holds the line for bytes / line rate and its
+// speed's pipe for bytes / b: traffic to a slow peer queues behind earlier traffic to slow peers, not in
+// front of traffic to fast ones (a NIC of 10 Gbit/s sending over a 1 Gbit/s link is busy a tenth of the
+// time, as the namespace cluster's per-destination shaping measures). With every link alike, line and
+// pipe are one queue.
 class Interface {
  public:
-  // A bulk send posted now that holds the outgoing direction for `busy` seconds: done when it has left.
-  Clock::time_point send(double busy) { return queue(out_free_, busy); }
-  // A bulk message that finished leaving its sender at `left` (the sender's clock: the machine's
-  // monotonic clock, which all its processes share), `busy` seconds on the wire: it comes in through
-  // the incoming direction (no earlier than it left, queued behind what came in before it) and is done
-  // `latency` after.
-  Clock::time_point arrival(Clock::time_point left, double busy, double latency) {
+  explicit Interface(double line_gbps) : line_(LinkModel{line_gbps, 0}) {}
+
+  // A bulk send of `bytes` over `link` posted now: done when its bytes have left.
+  Clock::time_point send(double bytes, const LinkModel& link) {
     std::lock_guard lock(mutex_);
-    in_free_ = std::max(left - seconds(busy), in_free_) + seconds(busy);
-    return in_free_ + seconds(latency);
+    const Clock::time_point start = std::max(Clock::now(), out_free_);
+    out_free_ = start + seconds(line_seconds(bytes, link));
+    Clock::time_point& pipe = out_pipe_[link.gbps];
+    pipe = std::max(start, pipe) + seconds(link.transfer_seconds(bytes));
+    return std::max(out_free_, pipe);
+  }
+  // A bulk message of `bytes` over `link` that finished leaving its sender at `left` (the sender's clock:
+  // the machine's monotonic clock, which all its processes share): it comes in through the line and its
+  // speed's pipe (no earlier than it left, queued behind what came in before it) and is done the link's
+  // latency after.
+  Clock::time_point arrival(Clock::time_point left, double bytes, const LinkModel& link) {
+    std::lock_guard lock(mutex_);
+    const double line_busy = line_seconds(bytes, link), busy = link.transfer_seconds(bytes);
+    in_free_ = std::max(left - seconds(line_busy), in_free_) + seconds(line_busy);
+    Clock::time_point& pipe = in_pipe_[link.gbps];
+    pipe = std::max(left - seconds(busy), pipe) + seconds(busy);
+    return std::max(in_free_, pipe) + seconds(link.latency_seconds());
   }
 
-  // A collective posted now that moves `bytes` through each direction, taking `busy` seconds at its
-  // slowest link: it holds both directions, then `latency` more. Small ones slip in.
-  Clock::time_point collective(double bytes, double busy, double latency) {
+  // A collective posted now that moves `bytes` through each direction over links no faster than
+  // `slowest`: it holds both directions of the line and of that speed's pipe, then `latency` more.
+  // Small ones slip in.
+  Clock::time_point collective(double bytes, const LinkModel& slowest, double latency) {
+    const double busy = slowest.transfer_seconds(bytes);
     if (bytes < kSmallBytes) return Clock::now() + seconds(busy + latency);
     std::lock_guard lock(mutex_);
-    const Clock::time_point start = std::max({Clock::now(), out_free_, in_free_});
-    out_free_ = in_free_ = start + seconds(busy);
-    return out_free_ + seconds(latency);
+    Clock::time_point &out = out_pipe_[slowest.gbps], &in = in_pipe_[slowest.gbps];
+    const Clock::time_point start = std::max({Clock::now(), out_free_, in_free_, out, in});
+    out_free_ = in_free_ = start + seconds(line_seconds(bytes, slowest));
+    out = in = start + seconds(busy);
+    return std::max(out_free_, out) + seconds(latency);
   }
 
  private:
-  Clock::time_point queue(Clock::time_point& free, double busy) {
-    std::lock_guard lock(mutex_);
-    free = std::max(Clock::now(), free) + seconds(busy);
-    return free;
+  // A link without a bandwidth (unlimited, as a rank's link to itself) holds no line either.
+  double line_seconds(double bytes, const LinkModel& link) const {
+    return link.gbps > 0 ? line_.transfer_seconds(bytes) : 0.0;
   }
 
+  const LinkModel line_;
   std::mutex mutex_;
   Clock::time_point out_free_{}, in_free_{};
+  std::map<double, Clock::time_point> out_pipe_, in_pipe_;  // by the links' Gbit/s
 };
 
 // Completes no earlier than `due`, and no earlier than `after` past the moment the real transfer was
@@ -114,9 +152,9 @@ class PacedRequest final : public Request::Impl {
  public:
   // A request due at a known time.
   PacedRequest(Clock::time_point due, Clock::duration after = {}) : due_(due), after_(after), known_(true) {}
-  // A bulk receive, due when `nic` says a message of `busy` seconds and `latency` arrives.
-  PacedRequest(std::shared_ptr<Interface> nic, double busy, double latency)
-      : nic_(std::move(nic)), busy_(busy), latency_(latency) {}
+  // A bulk receive, due when `nic` says a message of `bytes` over `link` arrives.
+  PacedRequest(std::shared_ptr<Interface> nic, double bytes, const LinkModel& link)
+      : nic_(std::move(nic)), bytes_(bytes), link_(link) {}
 
   // The sender's header (when its bytes left, in steady-clock ticks): sent or received into here.
   std::span<std::byte> header() { return std::as_writable_bytes(std::span(&header_, 1)); }
@@ -152,7 +190,7 @@ class PacedRequest final : public Request::Impl {
   bool due_known() {
     if (known_) return true;
     if (!header_request_.test()) return false;
-    due_ = nic_->arrival(Clock::time_point(Clock::duration(header_)), busy_, latency_);
+    due_ = nic_->arrival(Clock::time_point(Clock::duration(header_)), bytes_, link_);
     return known_ = true;
   }
   bool arrived() {
@@ -166,7 +204,8 @@ class PacedRequest final : public Request::Impl {
   Request header_request_, inner_;  // the header's (bulk only) and the message's own
   Clock::duration::rep header_ = 0;
   std::shared_ptr<Interface> nic_;  // a bulk receive's, to learn its due time
-  double busy_ = 0, latency_ = 0;
+  double bytes_ = 0;
+  LinkModel link_;
   Clock::time_point due_{};
   Clock::duration after_{};
   bool known_ = false;
@@ -199,7 +238,7 @@ class EmulatedLinks final : public Communicator {
       r->set_requests({}, inner_.isend(data, peer, tag));
       return Request(std::move(r));
     }
-    const Clock::time_point due = nic_->send(busy);
+    const Clock::time_point due = nic_->send(bytes, link);
     auto r = std::make_unique<PacedRequest>(due);
     r->set_header(due);
     std::lock_guard lock(pairs_);  // the header and its message, one after the other on this tag
@@ -215,7 +254,7 @@ class EmulatedLinks final : public Communicator {
       r->set_requests({}, inner_.irecv(data, peer, tag));
       return Request(std::move(r));
     }
-    auto r = std::make_unique<PacedRequest>(nic_, busy, link.latency_seconds());
+    auto r = std::make_unique<PacedRequest>(nic_, bytes, link);
     std::lock_guard lock(pairs_);
     Request header = inner_.irecv(r->header(), peer, tag);
     r->set_requests(std::move(header), inner_.irecv(data, peer, tag));
@@ -246,15 +285,14 @@ class EmulatedLinks final : public Communicator {
   }
   void broadcast(std::span<std::byte> data, int root) override {
     const double bytes = double(data.size());
-    const auto due = size() > 1 ? nic_->collective(bytes, slowest_.transfer_seconds(bytes),
-                                                   log2_ceil(size()) * slowest_.latency_seconds())
-                                : Clock::now();
+    const auto due =
+        size() > 1 ? nic_->collective(bytes, slowest_, log2_ceil(size()) * slowest_.latency_seconds()) : Clock::now();
     inner_.broadcast(data, root);
     sleep_until(due);
   }
   void barrier() override {
     const auto due =
-        size() > 1 ? nic_->collective(0, 0, 2 * log2_ceil(size()) * slowest_.latency_seconds()) : Clock::now();
+        size() > 1 ? nic_->collective(0, slowest_, 2 * log2_ceil(size()) * slowest_.latency_seconds()) : Clock::now();
     inner_.barrier();
     sleep_until(due);
   }
@@ -277,7 +315,7 @@ class EmulatedLinks final : public Communicator {
     const int n = size();
     if (n <= 1) return Clock::now();
     const double moved = passes * bytes * (n - 1) / n;
-    return nic_->collective(moved, slowest_.transfer_seconds(moved), passes * (n - 1) * slowest_.latency_seconds());
+    return nic_->collective(moved, slowest_, passes * (n - 1) * slowest_.latency_seconds());
   }
 
   std::unique_ptr<Communicator> owned_;  // a split's communicator; empty for the one first wrapped
@@ -292,7 +330,8 @@ class EmulatedLinks final : public Communicator {
 std::unique_ptr<Communicator> wrap(Communicator& inner, std::shared_ptr<const Network> network) {
   std::vector<int> world(size_t(inner.size()));
   for (size_t r = 0; r < world.size(); ++r) world[r] = int(r);
-  return std::make_unique<EmulatedLinks>(inner, nullptr, std::move(network), std::make_shared<Interface>(),
+  const double line = network->fastest(inner.rank());
+  return std::make_unique<EmulatedLinks>(inner, nullptr, std::move(network), std::make_shared<Interface>(line),
                                          std::move(world));
 }
 

@@ -8,10 +8,14 @@
 // (split() keeps it): an outgoing and an incoming direction, each a queue. The link between two ranks
 // has a bandwidth and a one-way latency: the same for every pair (LinkModel), or per ordered pair of the
 // ranks of the communicator first wrapped, its world (LinkMatrix; a split's communicator maps its ranks
-// back to world ranks, gathered when it is made, so sub-communicators find the same links). A message of
-// b bytes from rank s to rank r occupies s's outgoing and r's incoming direction for b / bandwidth(s, r),
-// queued behind earlier messages in that direction, and arrives latency(s, r) after it leaves: a bulk
-// transfer to a slow peer holds the interface longer than one to a fast peer. Messages under 64 KiB
+// back to world ranks, gathered when it is made, so sub-communicators find the same links). An interface's
+// line runs at its rank's fastest link; behind it, each direction has a pipe per link speed, shared by
+// the flows over links of that speed (as flows share an uplink). A message of b bytes from rank s to
+// rank r holds s's outgoing and r's incoming line for b / line rate and the pipe of their link's speed
+// for b / bandwidth(s, r), each queued behind earlier messages there, and arrives latency(s, r) after it
+// leaves: a bulk transfer to a slow peer queues behind earlier ones to slow peers, and traffic to a fast
+// peer passes it (a 10 Gbit/s interface sending over a 1 Gbit/s link is busy a tenth of the time, as
+// the namespace cluster's per-destination shaping measures). Messages under 64 KiB
 // (control, statistics) slip in between instead of queueing behind bulk transfers, as packets interleave
 // on a real network. Each side paces its own requests: a send completes when its bytes have left; a bulk
 // message carries (in a small header before it, on the same tag) the time its bytes left the sender, and
@@ -24,6 +28,7 @@
 // bandwidth and the highest latency of any pair of them):
 // allreduce 2(n-1)/n * bytes / bandwidth + 2(n-1) * latency, allgather (n-1)/n * total / bandwidth +
 // (n-1) * latency, broadcast bytes / bandwidth + ceil(log2 n) * latency, barrier 2 ceil(log2 n) latency.
+// A collective holds the line and the pipe of its slowest link's speed.
 // The real transfer still happens and the slower of the two decides; a waiting request looks at it every
 // 100 us meanwhile (MPI moves a large message over shared memory in pieces, only while its ranks call
 // into it), so it runs under the emulated time instead of after it. Waiting threads sleep with Linux's

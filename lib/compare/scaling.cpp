@@ -52,7 +52,9 @@ Scaling scale_strategies(const Job& job, const estimate::ModelFacts& facts, cons
   s.timing_basis = timing.basis;
   for (const Candidate& c : candidates(job)) s.strategies.push_back(c.name);
   for (int64_t n : workers) {
-    const Job sized = job_at(job, n, seed);
+    // At the job's own rank count, the job's own cluster (its ranks' order, links and cluster file as
+    // they are), so the simulation can be set beside the job's runs; at any other, one drawn from its kinds.
+    const Job sized = n == job.launch.ranks ? job : job_at(job, n, seed);
     const Cluster cluster = pipeline_cluster(sized);
     const sim::Variability v = sim::job_variability(sized, noise);
     std::vector<ScalingCell> row;

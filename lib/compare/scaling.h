@@ -39,6 +39,8 @@ struct Scaling {
 // Throws UsageError (--workers) for a links matrix, which describes only the job's own ranks.
 Job job_at(const Job& job, int64_t workers, uint64_t seed);
 
+// Every candidate predicted and simulated at each worker count: the job itself at its own rank count,
+// job_at(job, n, seed) at any other.
 Scaling scale_strategies(const Job& job, const estimate::ModelFacts& facts, const estimate::Timing& timing,
                          const std::vector<int64_t>& workers, uint64_t seed, double noise, int64_t steps);
 

@@ -24,11 +24,17 @@ of a collective can wait for the scheduler to run the rank it needs, a milliseco
 no cluster of four devices has and the model leaves out. Samples/s are compared as
 measured; CGP's accuracy cost (more steps for the same accuracy) is not part of this throughput ranking.
 
+Beside each prediction the simulator's (`plan --compare --workers N` at the job's own N ranks: its own
+cluster, discrete events with noise, the runtime's balancer, the server's queue) and its error in step
+time against the measured one (issue 29, target 3: within 15% on every case).
+
 Usage: strategy_ranking.py DPTRAIN [--cases lab,slow-link,...] [--reps 3] [--steps 60]   (root for "real")
+       strategy_ranking.py DPTRAIN --rescore LOG [LOG...]   (predict again, score against logged runs)
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -142,106 +148,186 @@ def kendall(pred, meas, apart=None):
     return (concordant - discordant) / pairs if pairs else 1.0, concordant, discordant
 
 
+def predict(dptrain, name, base, profile, env, work, launch_in):
+    """The case's prediction: (rows of `plan --compare --json`, the simulator's samples/s per candidate at
+    the job's own ranks from `--compare --workers`, the job's overrides with the real cluster's file)."""
+    p = run([dptrain, "profile", "--layers", *base, "--out", profile], env=env)
+    if p.returncode:
+        sys.exit(f"{name}: profile --layers failed: {p.stderr.strip()}")
+    if launch_in:
+        links = f"{work}/{name}.links.toml"
+        p = launch_in([dptrain, "profile", "--links", *base, "--out", links])
+        if p.returncode:
+            sys.exit(f"{name}: profile --links failed: {p.stderr.strip()}")
+        base = base + sets(f"cluster.file={links}")  # its nodes and links for the prediction and the runs
+    c = run([dptrain, "plan", *base, "--profile", profile, "--compare", "--json"], env=env)
+    if c.returncode not in (0, 1):
+        sys.exit(f"{name}: plan --compare failed: {c.stderr.strip()}")
+    rows = json.loads(c.stdout)["rows"]
+    ranks = next(int(x.split("=")[1]) for x in reversed(base) if x.startswith("launch.ranks="))
+    s = run([dptrain, "plan", *base, "--profile", profile, "--compare", "--workers", str(ranks), "--json"], env=env)
+    simulated = {}
+    if s.returncode in (0, 1):
+        simulated = {q["strategy"]: q["simulated_samples_per_s"] for q in json.loads(s.stdout)["points"]
+                     if q["planned"] and q["simulated_samples_per_s"] > 0}
+    return rows, simulated, base
+
+
+def measure(dptrain, name, base, profile, rows, reps, work, launch):
+    """Every candidate run `reps` times, interleaved: (samples/s per candidate, the failures' lines)."""
+    sets_of = {r["name"]: r["sets"] for r in rows}
+    measured = {n: [] for n in sets_of}
+    failed = {}
+    order = list(sets_of)
+    for rep in range(reps):
+        for n in order[rep % len(order):] + order[:rep % len(order)]:
+            out = f"{work}/{name}.{len(measured[n])}.{order.index(n)}"
+            # A pipeline (and every group of CGP of pipelines) plans from the profile the prediction read.
+            extra = sets(*sets_of[n]) + (sets("parallel.pipeline.profile=" + profile)
+                                         if "pipeline" in n else [])
+            r = launch([dptrain, "run", *base, *extra, "--out", out, "--force"])
+            if r.returncode:
+                said = r.stderr.strip().splitlines() or ["?"]
+                cause = [x for x in said if "error" in x.lower() and x != said[-1]][:1]
+                failed[n] = " | ".join(cause + said[-1:])
+                continue
+            measured[n].append(steady_samples_per_s(out))
+            shutil.rmtree(out, ignore_errors=True)
+    return measured, failed
+
+
+def logged(paths):
+    """The measured runs of earlier logs of this script: case -> (candidate -> [min, median, max], failed)."""
+    cases, case = {}, None
+    for path in paths:
+        for line in open(path):
+            m = re.match(r"## (\S+): ", line)
+            if m:
+                case = m.group(1)
+                cases[case] = ({}, {})
+                continue
+            m = re.match(r"\| (.+?) \| [^|]+ \| (\d+) \((\d+)-(\d+)\) \|", line)
+            if case and m:
+                cases[case][0][m.group(1)] = [float(m.group(3)), float(m.group(2)), float(m.group(4))]
+                continue
+            m = re.match(r"\| (.+?) \| [^|]+ \| (?:failed cleanly|MISS: failed): (.+?) \| - \|", line)
+            if case and m:
+                cases[case][1][m.group(1)] = m.group(2)
+    return cases
+
+
+class Score:
+    """Kendall tau summed over the cases, the lowest per case, the errors of the model and the simulator."""
+
+    def __init__(self):
+        self.c = self.d = self.apart_c = self.apart_d = self.within = 0
+        self.taus, self.errors, self.sim_errors = [], [], []
+
+    def case(self, name, what, rows, simulated, measured, failed, reps):
+        predicted = {r["name"]: r["samples_per_s"] for r in rows if r["planned"] and r["fits"]}
+        winner = rows[0]["name"] if rows and rows[0]["planned"] and rows[0]["fits"] else None
+        med = {n: statistics.median(v) for n, v in measured.items() if v}
+        lines = [f"\n## {name}: {what}\n\n| strategy | predicted samples/s | measured (median of {reps}; min-max) | "
+                 "error | simulated | its error in step time |\n|---|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            n = r["name"]
+            if n in med and n in predicted:
+                err = predicted[n] / med[n] - 1
+                self.errors.append(abs(err))
+                sim = "-", "-"
+                if n in simulated:
+                    step_err = med[n] / simulated[n] - 1  # simulated step time against measured
+                    self.sim_errors.append((abs(step_err), f"{name}: {n}"))
+                    sim = f"{simulated[n]:.0f}", f"{step_err:+.1%}"
+                lines.append(f"| {n} | {predicted[n]:.0f} | {med[n]:.0f} ({min(measured[n]):.0f}-"
+                             f"{max(measured[n]):.0f}) | {err:+.1%} | {sim[0]} | {sim[1]} |")
+            elif n in predicted:
+                lines.append(f"| {n} | {predicted[n]:.0f} | MISS: failed: {failed.get(n, '?')} | - | - | - |")
+            else:
+                clean = n in failed
+                lines.append(f"| {n} | does not fit | {'failed cleanly' if clean else 'ran'}"
+                             f"{(': ' + failed[n]) if clean else ''} | - | - | - |")
+        both = {n: predicted[n] for n in predicted if n in med}
+        tau, conc, disc = kendall(both, {n: med[n] for n in both})
+        _, sep_c, sep_d = kendall(both, {n: med[n] for n in both},
+                                  {n: (min(measured[n]), max(measured[n])) for n in both})
+        self.c, self.d = self.c + conc, self.d + disc
+        self.apart_c, self.apart_d = self.apart_c + sep_c, self.apart_d + sep_d
+        self.taus.append((tau, name))
+        best = max(med, key=med.get) if med else None
+        within = winner in med and med[winner] >= 0.9 * med[best]
+        self.within += within
+        lines.append(f"\nKendall tau {tau:+.2f} ({conc} concordant, {disc} discordant pairs; of the pairs whose "
+                     f"runs do not overlap: {sep_c} concordant, {sep_d} discordant); predicted "
+                     f"winner {winner}: {med.get(winner, float('nan')):.0f} samples/s, measured best {best}: "
+                     f"{med.get(best, float('nan')):.0f} ({'within' if within else 'NOT within'} 10%)")
+        print("\n".join(lines), flush=True)
+
+    def summary(self):
+        if not self.taus or not self.errors:
+            return "nothing measured"
+        pairs = self.c + self.d
+        out = (f"\nover {len(self.taus)} case(s): Kendall tau {(self.c - self.d) / max(1, pairs):+.2f} ({self.c} "
+               f"concordant, {self.d} discordant pairs); lowest per case {min(self.taus)[0]:+.2f} "
+               f"({min(self.taus)[1]}); median absolute error {statistics.median(self.errors):.1%}; chosen within "
+               f"10% of the best in {self.within} of {len(self.taus)}; over the pairs whose runs do not overlap: "
+               f"tau {(self.apart_c - self.apart_d) / max(1, self.apart_c + self.apart_d):+.2f} "
+               f"({self.apart_c} concordant, {self.apart_d} discordant)")
+        if self.sim_errors:
+            worst = max(self.sim_errors)
+            inside = sum(e <= 0.15 for e, _ in self.sim_errors)
+            out += (f"\nthe simulator's step time against the measured: within 15% for {inside} of "
+                    f"{len(self.sim_errors)} candidates, median absolute error "
+                    f"{statistics.median(e for e, _ in self.sim_errors):.1%}, worst {worst[0]:.1%} ({worst[1]})")
+        return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dptrain")
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cases", default=None, help="comma-separated (default: every case, or the logs' cases)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--rescore", nargs="+", metavar="LOG",
+                    help="run nothing: predict (and simulate) again with DPTRAIN and score against the "
+                         "measurements these earlier logs of this script hold (a model's change does not "
+                         "change what runs measure)")
     a = ap.parse_args()
     os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")  # the cluster's launcher too
     env = dict(os.environ)
+    earlier = logged(a.rescore) if a.rescore else {}
+    names = a.cases.split(",") if a.cases else list(earlier) if a.rescore else list(CASES)
     work = tempfile.mkdtemp(prefix="strategy-ranking.")
-    total_c = total_d = apart_c = apart_d = 0
-    taus, errors, lines = [], [], []
+    score = Score()
     cluster = None  # the namespace cluster of a case run over real links
     try:
-        for name in a.cases.split(","):
+        for name in names:
             job, what, *more = CASES[name]
             opts = more[0] if more else {}
             steps = opts.get("steps", a.steps)
             base = job + sets(f"train.steps={steps}", "train.eval_every=0", "checkpoint.enabled=false",
                               "log.progress=plain", f"log.every={max(1, steps // 4)}")
             profile = f"{work}/{name}.profile.toml"
-            p = run([a.dptrain, "profile", "--layers", *base, "--out", profile], env=env)
-            if p.returncode:
-                sys.exit(f"{name}: profile --layers failed: {p.stderr.strip()}")
-            launch = lambda cmd: run(cmd, env=env)  # noqa: E731
+            launch, launch_in = (lambda cmd: run(cmd, env=env)), None  # noqa: E731
             if "real" in opts:
                 cluster = real_cluster(work, name, opts["real"])
                 hostfile = sets(f"launch.hostfile={cluster['state']}/hostfile")
-                launch = lambda cmd: netns_cluster.in_launcher(cluster, cmd + hostfile)  # noqa: E731
-                links = f"{work}/{name}.links.toml"
-                p = launch([a.dptrain, "profile", "--links", *base, "--out", links])
-                if p.returncode:
-                    sys.exit(f"{name}: profile --links failed: {p.stderr.strip()}")
-                base += sets(f"cluster.file={links}")  # its nodes and links for the prediction and the runs
-            c = run([a.dptrain, "plan", *base, "--profile", profile, "--compare", "--json"], env=env)
-            if c.returncode not in (0, 1):
-                sys.exit(f"{name}: plan --compare failed: {c.stderr.strip()}")
-            rows = json.loads(c.stdout)["rows"]
-            predicted = {r["name"]: r["samples_per_s"] for r in rows if r["planned"] and r["fits"]}
-            sets_of = {r["name"]: r["sets"] for r in rows}
-            winner = rows[0]["name"] if rows and rows[0]["planned"] and rows[0]["fits"] else None
-            measured = {n: [] for n in sets_of}
-            failed = {}
-            order = list(sets_of)
-            for rep in range(a.reps):
-                for n in order[rep % len(order):] + order[:rep % len(order)]:
-                    out = f"{work}/{name}.{len(measured[n])}.{order.index(n)}"
-                    # A pipeline plans from the same profile the prediction read.
-                    extra = sets(*sets_of[n]) + (sets("parallel.pipeline.profile=" + profile)
-                                                 if n.startswith("pipeline") else [])
-                    r = launch([a.dptrain, "run", *base, *extra, "--out", out, "--force"])
-                    if r.returncode:
-                        said = r.stderr.strip().splitlines() or ["?"]
-                        cause = [x for x in said if "error" in x.lower() and x != said[-1]][:1]
-                        failed[n] = " | ".join(cause + said[-1:])
-                        continue
-                    measured[n].append(steady_samples_per_s(out))
-                    shutil.rmtree(out, ignore_errors=True)
-            med = {n: statistics.median(v) for n, v in measured.items() if v}
-            first = len(lines)
-            lines.append(f"\n## {name}: {what}\n\n| strategy | predicted samples/s | measured (median of {a.reps}; "
-                         f"min-max) | error |\n|---|---:|---:|---:|")
-            for n in sets_of:
-                if n in med and n in predicted:
-                    err = predicted[n] / med[n] - 1
-                    errors.append(abs(err))
-                    lines.append(f"| {n} | {predicted[n]:.0f} | {med[n]:.0f} ({min(measured[n]):.0f}-"
-                                 f"{max(measured[n]):.0f}) | {err:+.1%} |")
-                elif n in predicted:
-                    lines.append(f"| {n} | {predicted[n]:.0f} | MISS: failed: {failed.get(n, '?')} | - |")
-                else:
-                    clean = n in failed
-                    lines.append(f"| {n} | does not fit | {'failed cleanly' if clean else 'ran'}"
-                                 f"{(': ' + failed[n]) if clean else ''} | - |")
-            both = {n: predicted[n] for n in predicted if n in med}
-            tau, conc, disc = kendall(both, {n: med[n] for n in both})
-            _, sep_c, sep_d = kendall(both, {n: med[n] for n in both},
-                                      {n: (min(measured[n]), max(measured[n])) for n in both})
-            total_c += conc
-            total_d += disc
-            apart_c += sep_c
-            apart_d += sep_d
-            taus.append((tau, name))
-            best = max(med, key=med.get) if med else None
-            within = winner in med and med[winner] >= 0.9 * med[best]
-            lines.append(f"\nKendall tau {tau:+.2f} ({conc} concordant, {disc} discordant pairs; of the pairs whose "
-                         f"runs do not overlap: {sep_c} concordant, {sep_d} discordant); predicted "
-                         f"winner {winner}: {med.get(winner, float('nan')):.0f} samples/s, measured best {best}: "
-                         f"{med.get(best, float('nan')):.0f} ({'within' if within else 'NOT within'} 10%)")
-            print("\n".join(lines[first:]), flush=True)
+                launch = launch_in = lambda cmd: netns_cluster.in_launcher(cluster, cmd + hostfile)  # noqa: E731
+            rows, simulated, base = predict(a.dptrain, name, base, profile, env, work, launch_in)
+            if a.rescore:
+                if name not in earlier:
+                    sys.exit(f"{name}: no measurements of this case in {' '.join(a.rescore)}")
+                # min, median, max stand for the runs: their median and range are what the score reads.
+                measured, failed = earlier[name]
+                reps = "the logged runs"
+            else:
+                measured, failed = measure(a.dptrain, name, base, profile, rows, a.reps, work, launch)
+                reps = a.reps
+            score.case(name, what, rows, simulated, measured, failed, reps)
             if cluster:
                 netns_cluster.down(cluster["name"])
                 cluster = None
-        pairs = total_c + total_d
-        print(f"\nover {len(taus)} case(s): Kendall tau {(total_c - total_d) / max(1, pairs):+.2f} "
-              f"({total_c} concordant, {total_d} discordant pairs); lowest per case "
-              f"{min(taus)[0]:+.2f} ({min(taus)[1]}); median absolute error "
-              f"{statistics.median(errors):.1%}; over the pairs whose runs do not overlap: tau "
-              f"{(apart_c - apart_d) / max(1, apart_c + apart_d):+.2f} ({apart_c} concordant, {apart_d} discordant)"
-              if taus and errors else "nothing measured")
+        print(score.summary())
     finally:
         if cluster:
             netns_cluster.down(cluster["name"])
