@@ -65,10 +65,7 @@ Scaling scale_strategies(const Job& job, const estimate::ModelFacts& facts, cons
         const estimate::Estimate e = estimate::estimate_job(cand.job, facts, cluster, timing, estimate::Options{});
         for (const estimate::RankEstimate& r : e.ranks) cell.fits = cell.fits && r.fits;
         cell.predicted = e.samples_per_s;
-        if (cand.job.parallel.strategy == StrategyKind::cgp_pipeline)
-          cell.error = "predicted only: the simulator has no model of CGP of pipelines yet";
-        else
-          cell.simulated = sim::simulate_estimate(cand.job, facts, cluster, timing, e, v, steps, seed).samples_per_s;
+        cell.simulated = sim::simulate_estimate(cand.job, facts, cluster, timing, e, v, steps, seed).samples_per_s;
         cell.planned = true;
       } catch (const Error& e) {
         cell.error = e.what();

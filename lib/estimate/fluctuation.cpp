@@ -22,6 +22,7 @@
 #include "lib/estimate/estimate_internal.h"
 #include "lib/measure/pipeline_plan.h"
 #include "lib/pipeline/plan_internal.h"
+#include "lib/pipeline/schedule.h"
 
 namespace dp::estimate::detail {
 namespace {
@@ -77,7 +78,8 @@ double step_with_decisions_kept(const Job& job, const ModelFacts& facts, const C
   switch (job.parallel.strategy) {
     case StrategyKind::pipeline: {  // the plan and its replicas' rows as divided at the start
       const pipeline::Workload w = job_pipeline_workload(job, *t.profile);
-      return pipeline::evaluate(w, c, e.pipeline_plan->plan, &start).minibatch_s;
+      const pipeline::Plan& plan = e.pipeline_plan->plan;
+      return pipeline::scheduled_minibatch_s(pipeline::evaluate(w, c, plan, &start), plan.micro_batches);
     }
     case StrategyKind::cgp: {
       Job kept = job;

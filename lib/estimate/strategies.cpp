@@ -11,8 +11,9 @@
 
 #include "lib/cgp/cgp.h"
 #include "lib/estimate/estimate_internal.h"
-#include "lib/pipeline/plan_internal.h"
 #include "lib/measure/pipeline_plan.h"
+#include "lib/pipeline/plan_internal.h"
+#include "lib/pipeline/schedule.h"
 
 namespace dp::estimate {
 
@@ -181,7 +182,9 @@ void pipeline_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, c
   if (idle_count > 0)
     e.notes.push_back(fmt::format("the plan uses {} of the {} ranks; idle: {} (launch.ranks = {} trains the same)",
                                   c.size() - idle_count, c.size(), idle, c.size() - idle_count));
-  e.step_s = t.profile ? pred.minibatch_s : 0.0;
+  // The plan's stage times played through its 1F1B schedule (pipeline/schedule.h), which the planner's
+  // closed form approximates.
+  e.step_s = t.profile ? pipeline::scheduled_minibatch_s(pred, plan.micro_batches) : 0.0;
   if (t.profile && !pred.stages.empty()) {
     // The split of the busiest stage's mini-batch: its micro-batches' compute, the gradient exchange and
     // update after the pipeline drains, and the rest, waiting on other stages (links included): the bubble.

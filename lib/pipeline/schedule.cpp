@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "lib/core/error.h"
+#include "lib/pipeline/plan.h"
 
 namespace dp::pipeline {
 
@@ -79,7 +80,30 @@ Simulation simulate(const std::vector<double>& forward, const std::vector<double
   }
   for (int s = 0; s < S; ++s) DP_CHECK(next[size_t(s)] == ops[size_t(s)].size(), "the schedules deadlocked");
   out.minibatch_s = *std::max_element(clock.begin(), clock.end());
+  out.finish_s = clock;
   return out;
+}
+
+double played_minibatch_s(const std::vector<double>& forward, const std::vector<double>& backward,
+                          const std::vector<double>& link_forward, const std::vector<double>& link_backward,
+                          const std::vector<double>& tail, int micro_batches) {
+  DP_CHECK(tail.size() == forward.size(), "a tail for every stage");
+  const Simulation sim = simulate(forward, backward, link_forward, link_backward, micro_batches);
+  double end = sim.minibatch_s;
+  for (size_t s = 0; s < tail.size(); ++s) end = std::max(end, sim.finish_s[s] + tail[s]);
+  return end;
+}
+
+double scheduled_minibatch_s(const Prediction& p, int64_t micro_batches) {
+  const size_t S = p.stages.size();
+  DP_CHECK(S > 0 && micro_batches > 0, "a prediction of a pipeline");
+  std::vector<double> forward(S), backward(S), tail(S), link_forward(S - 1), link_backward(S - 1);
+  for (size_t s = 0; s < S; ++s) {
+    const StagePrediction& st = p.stages[s];
+    forward[s] = st.forward_s, backward[s] = st.backward_s, tail[s] = st.allreduce_s + st.update_s;
+    if (s + 1 < S) link_forward[s] = st.link_forward_s, link_backward[s] = st.link_backward_s;
+  }
+  return played_minibatch_s(forward, backward, link_forward, link_backward, tail, int(micro_batches));
 }
 
 }  // namespace dp::pipeline

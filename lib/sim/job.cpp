@@ -36,9 +36,17 @@ Result simulate_estimate(const Job& job, const estimate::ModelFacts& facts, cons
       const pipeline::PlanResult& p = *priced.pipeline_plan;
       return simulate_pipeline(c, p.plan, p.prediction, job.train.global_batch, v, steps, seed);
     }
-    case StrategyKind::cgp_pipeline:
-      throw UsageError(job.source + " [parallel] strategy", "the simulator has no model of \"cgp-pipeline\" yet",
-                       "its prediction is estimate's; simulate its reductions (cgp, pipeline)");
+    case StrategyKind::cgp_pipeline: {
+      const estimate::HybridTerms h = estimate::hybrid_terms(job, facts, c, t);
+      HybridSpec spec;
+      spec.plan = h.plan.plan;
+      for (const estimate::HybridGroup& g : h.groups) spec.groups.push_back({g.members, g.prediction, g.lead_s, g.others_s});
+      spec.group_batch = h.group_batch;
+      spec.global_batch = job.train.global_batch;
+      spec.exchange_every = h.exchange_every;
+      spec.hold_staleness = job.parallel.cgp.max_staleness;
+      return simulate_cgp_pipeline(c, spec, v, steps, seed);
+    }
     case StrategyKind::automatic: break;
   }
   throw UsageError(job.source + " [parallel] strategy", "\"auto\" is not one strategy to simulate",

@@ -1,43 +1,46 @@
-// simulate_pipeline (sim.h): every mini-batch, each stage's forward and backward per micro-batch (the
-// model's, pipeline::evaluate) times its slowest replica's slowness and noise, played through the 1F1B
-// schedule (pipeline::simulate: stages and links as resources, one operation at a time each), then the
-// stages' gradient allreduces and updates after the flush, the slowest stage's ending the mini-batch.
+// simulate_pipeline (sim.h) and play_minibatch (minibatch.h).
 #include <algorithm>
+#include <numeric>
 
 #include "lib/core/error.h"
 #include "lib/pipeline/schedule.h"
+#include "lib/sim/minibatch.h"
 #include "lib/sim/sim.h"
 #include "lib/sim/summary.h"
 
 namespace dp::sim {
 
-Result simulate_pipeline(const Cluster& c, const pipeline::Plan& plan, const pipeline::Prediction& p,
-                         int64_t global_batch, const Variability& v, int64_t steps, uint64_t seed) {
+double play_minibatch(const pipeline::Plan& plan, const pipeline::Prediction& p, const std::vector<int>& rank_of,
+                      const std::vector<double>& slow, Slowness& slowness, int64_t& events) {
   const size_t S = plan.stages.size();
-  DP_CHECK(S > 0 && p.stages.size() == S && steps > 0, "a pipeline simulation's inputs");
-  Slowness slowness(v, c.size(), seed);
-  std::vector<double> forward(S), backward(S), link_forward(S - 1), link_backward(S - 1);
+  std::vector<double> forward(S), backward(S), tail(S), link_forward(S - 1), link_backward(S - 1);
   for (size_t s = 0; s + 1 < S; ++s)
     link_forward[s] = p.stages[s].link_forward_s, link_backward[s] = p.stages[s].link_backward_s;
-  Result out;
-  for (int64_t step = 0; step < steps; ++step) {
-    const std::vector<double>& slow = slowness.at(step);
-    double tail = 0;
-    for (size_t s = 0; s < S; ++s) {
-      double f = 0, b = 0;  // the slowest replica's factors
-      for (int r : plan.stages[s].ranks) {
-        f = std::max(f, slow[size_t(r)] * slowness.noise());
-        b = std::max(b, slow[size_t(r)] * slowness.noise());
-      }
-      forward[s] = p.stages[s].forward_s * f;
-      backward[s] = p.stages[s].backward_s * b;
-      tail = std::max(tail, p.stages[s].allreduce_s + p.stages[s].update_s * f);
+  for (size_t s = 0; s < S; ++s) {
+    double f = 0, b = 0;  // the slowest replica's factors
+    for (int r : plan.stages[s].ranks) {
+      const size_t rank = size_t(rank_of[size_t(r)]);
+      f = std::max(f, slow[rank] * slowness.noise());
+      b = std::max(b, slow[rank] * slowness.noise());
     }
-    const pipeline::Simulation sim =
-        pipeline::simulate(forward, backward, link_forward, link_backward, int(plan.micro_batches));
-    out.step_s.push_back(sim.minibatch_s + tail);
-    out.events += int64_t(2 * S) * plan.micro_batches + int64_t(S);
+    forward[s] = p.stages[s].forward_s * f;
+    backward[s] = p.stages[s].backward_s * b;
+    tail[s] = p.stages[s].allreduce_s + p.stages[s].update_s * f;
   }
+  events += int64_t(2 * S) * plan.micro_batches + int64_t(S);
+  return pipeline::played_minibatch_s(forward, backward, link_forward, link_backward, tail, int(plan.micro_batches));
+}
+
+Result simulate_pipeline(const Cluster& c, const pipeline::Plan& plan, const pipeline::Prediction& p,
+                         int64_t global_batch, const Variability& v, int64_t steps, uint64_t seed) {
+  DP_CHECK(!plan.stages.empty() && p.stages.size() == plan.stages.size() && steps > 0,
+           "a pipeline simulation's inputs");
+  Slowness slowness(v, c.size(), seed);
+  std::vector<int> every(size_t(c.size()));
+  std::iota(every.begin(), every.end(), 0);
+  Result out;
+  for (int64_t step = 0; step < steps; ++step)
+    out.step_s.push_back(play_minibatch(plan, p, every, slowness.at(step), slowness, out.events));
   summarize(out, double(global_batch) * double(steps));
   return out;
 }

@@ -5,14 +5,15 @@
 // [cluster.emulate] emulates them); I-DAT re-divides the batch from the times it observes (the runtime's
 // own Balancer, lib/balance); links are priced per ring phase with contention (flows leaving or entering
 // one node share its link); a pipeline plays its 1F1B schedule every mini-batch (lib/pipeline/schedule.h);
-// CGP's groups cycle asynchronously against one server whose interface takes pushes one at a time (a
-// FIFO queue), and the staleness of every update is counted as it lands.
+// CGP's groups (data-parallel groups, or pipelines: CGP of pipelines) cycle asynchronously against one
+// server whose interface takes pushes one at a time (a FIFO queue), and the staleness of every update
+// is counted as it lands.
 //
 // Granularity (what keeps 10,000 workers fast): one event per rank's compute of a step, per group cycle
 // and server request, per pipeline operation; a ring collective of n ranks is 2(n-1) phases that each
 // move the same chunk over the same edges, so its phase is priced once (the slowest edge under
-// contention) and the collective is one event of 2(n-1) phases. CGP's staleness bound (a group held back
-// rather than land too stale) is not simulated: the solver's groupings meet it in the model.
+// contention) and the collective is one event of 2(n-1) phases. CGP's staleness bound is the runtime's hold
+// (an update held back rather than let another group see too many).
 //
 // Pure and seeded: the same inputs and seed give the same result, bit for bit.
 #pragma once
@@ -85,9 +86,27 @@ Result simulate_cgp(const Cluster& c, const cgp::Workload& w, const cgp::Groupin
                     int64_t steps, uint64_t seed);
 
 // A pipeline plan with its model's per-stage times (pipeline::evaluate): every mini-batch the 1F1B
-// schedule played with each stage's forward and backward times varied (its slowest replica), then the
-// stages' allreduces and updates.
+// schedule played with each stage's forward and backward times varied (its slowest replica), each
+// stage's allreduce and update after its last backward.
 Result simulate_pipeline(const Cluster& c, const pipeline::Plan& plan, const pipeline::Prediction& p,
                          int64_t global_batch, const Variability& v, int64_t steps, uint64_t seed);
+
+// CGP of pipelines: groups of ranks (`members`, in the order the plan's stage ranks index) each running
+// `plan` with its model's per-stage times on the group's devices (`prediction`), exchanging every
+// `exchange_every` mini-batches of `group_batch` samples with the stages' shards: the leading stage's
+// exchange (`lead_s`: its slices up and the global slices back) then every other stage's (`others_s`),
+// one group at a time, under the runtime's hold at `hold_staleness` (0: none).
+struct HybridGroupSpec {
+  std::vector<int> members;
+  pipeline::Prediction prediction;
+  double lead_s = 0, others_s = 0;
+};
+struct HybridSpec {
+  pipeline::Plan plan;
+  std::vector<HybridGroupSpec> groups;
+  int64_t group_batch = 0, global_batch = 0, exchange_every = 1, hold_staleness = 0;
+};
+Result simulate_cgp_pipeline(const Cluster& c, const HybridSpec& spec, const Variability& v, int64_t steps,
+                             uint64_t seed);
 
 }  // namespace dp::sim
