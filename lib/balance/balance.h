@@ -33,8 +33,10 @@ double predicted_step_seconds(std::span<const int64_t> shares, std::span<const d
 // newest sample) damps step-to-step noise, so steady speeds give a steady division (no oscillation);
 // a level-shift detector makes it react within `confirm` steps to a real change: when that many
 // consecutive measurements all differ from the estimate by more than `jump` (relative, same direction),
-// the estimate restarts from their mean. A single outlier (a page fault, a preempted step) is damped
-// like noise and never restarts it.
+// the estimate restarts from their mean, and the next few measurements in line with it move it by half
+// their difference each (they correct a level measured on the old division: fixed per-step costs make
+// a rank's samples per second depend on its share). A single outlier (a page fault, a preempted step)
+// is damped like noise and never restarts it.
 class SpeedFilter {
  public:
   explicit SpeedFilter(double alpha = 0.1, double jump = 0.2, int confirm = 2)
@@ -57,6 +59,9 @@ class SpeedFilter {
   int64_t noise_samples_ = 0;
   std::vector<double> pending_;  // consecutive measurements off the estimate in one direction
   int direction_ = 0;
+  static constexpr int kSettlingSteps = 3;
+  static constexpr double kSettlingAlpha = 0.5;
+  int settling_ = 0;             // measurements left that settle a restarted estimate
 };
 
 struct BalanceOptions {

@@ -31,6 +31,15 @@ void SpeedFilter::add(double measured) {
     value_ = std::accumulate(pending_.begin(), pending_.end(), 0.0) / double(pending_.size());
     pending_.clear();
     direction_ = 0;
+    settling_ = kSettlingSteps;
+    return;
+  }
+  if (settling_ > 0 && dir == 0) {
+    // Just after a restart: the level was measured on the division before it, and a share that moves
+    // with the new division changes the per-sample time (fixed per-step costs weigh more on a small
+    // share), so the next measurements are the level's correction, not noise.
+    --settling_;
+    value_ += kSettlingAlpha * (measured - value_);
     return;
   }
   if (dir == 0) add_noise(rel);

@@ -58,6 +58,20 @@ BOOST_AUTO_TEST_CASE(filter_damps_noise_and_follows_level_shifts) {
   BOOST_TEST(std::abs(f.value() - 400.0) < 1.0);
 }
 
+// After a restart the level still carries the old division: a rank that recovers is measured at 1500
+// samples/s on the small share it had, 1750 on its new one (fixed per-step costs weigh less). The next
+// measurements settle it within three steps (damped at the usual weight they would take 30).
+BOOST_AUTO_TEST_CASE(a_restarted_estimate_settles_on_the_new_division_in_three_steps) {
+  SpeedFilter f;
+  for (int i = 0; i < 50; ++i) f.add(1000.0);
+  for (int i = 0; i < 2; ++i) f.add(1500.0);  // the shift, measured on the old share
+  BOOST_TEST(std::abs(f.value() - 1500.0) < 1.0);
+  for (int i = 0; i < 3; ++i) f.add(1750.0);  // 17% more: under the jump, the level's correction
+  BOOST_TEST(std::abs(f.value() / 1750.0 - 1) < 0.02);
+  f.add(175.0);  // settled: an outlier is damped again
+  BOOST_TEST(f.value() > 1500.0);
+}
+
 namespace {
 
 // A simulated cluster: rank r computes `speed(step, r)` samples per second; a step takes the slowest
