@@ -47,15 +47,15 @@ STRATEGY_SETS = {"data": [], "cgp": ["parallel.strategy=cgp"], "pipeline": ["par
 
 
 def fault(kind, name, node):
-    """Starts the fault; returns the process that undoes it (cut-5s) or None."""
+    """Starts the fault; returns the process that undoes it (cut-5s) or None, and what the fault tool said
+    it did (a kill or freeze: how many dptrain processes it found on the node)."""
     args = {"cut": ["cut", name, node], "cut-5s": ["cut", name, node, "--for", "5"],
             "loss1": ["loss", name, node, "0.01"], "loss10": ["loss", name, node, "0.1"],
             "kill": ["kill", name, node], "freeze": ["freeze", name, node]}[kind]
     p = subprocess.Popen([sys.executable, FAULTS, *args], stdout=subprocess.PIPE, text=True)
     if kind != "cut-5s":
-        p.wait()
-        return None
-    return p
+        return None, p.communicate()[0].strip()
+    return p, ""
 
 
 def repair(name, st):
@@ -230,7 +230,7 @@ def main():
                                                                                   if n["host"] == host),
                                                      "ss", "-tnoip"], capture_output=True, text=True).stdout
                                for host in sorted({h for h, _, _ in left})}
-                    for u in undo:
+                    for u, _ in undo:
                         if u:
                             u.wait()
                     repair(name, st)
@@ -251,8 +251,9 @@ def main():
                                lost=(back_at_step(steps, at, restart[0][0]) if restart and rc == 0 and at is not None
                                      else wall - t0), left=len(left),
                                accounting=acct.returncode == 0, acc=accuracy(out) - acc0,
-                               said=" | ".join(l for _, l in lines if "last heartbeat" in l or "dptrain: restart" in l
-                                               or (rc != 0 and l is lines[-1][1])))
+                               said=" | ".join([d for _, d in undo if d] +
+                                               [l for _, l in lines if "last heartbeat" in l or "dptrain: restart" in l
+                                                or (rc != 0 and l is lines[-1][1])]))
                     rows.append(row)
                     detect = "" if row["detect"] != row["detect"] else f"fault to restart/end {row['detect']:.1f} s; "
                     when_s = f"{at:5.1f}" if at is not None else "  end"
