@@ -63,6 +63,13 @@ double sync_tail_seconds(const Job& job, const Cluster& c, const std::vector<int
   });
 }
 
+DataStepTail data_step_tail(const Job& job, const ModelFacts& facts, const Cluster& c, const std::vector<int>& ranks,
+                            const pipeline::BlockProfile& p) {
+  const bool sharded = job.parallel.comm.algorithm == CommAlgorithm::mra && job.parallel.comm.sharded_update;
+  return {sync_tail_seconds(job, c, ranks, 4.0 * double(facts.parameters)),
+          update_seconds(p, 0, int(facts.blocks.size()) - 1) / double(sharded ? ranks.size() : 1)};
+}
+
 void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
                          const std::vector<int>& ranks, int64_t batch, const std::string& role,
                          std::vector<RankEstimate>& out, double& step_s) {
@@ -79,12 +86,9 @@ void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster&
   const bool sharded = job.parallel.comm.algorithm == CommAlgorithm::mra && job.parallel.comm.sharded_update;
   const int64_t k = int64_t(ranks.size());
   const int64_t state = sharded ? (facts.parameters + k - 1) / k : facts.parameters;
-  const int last = int(facts.blocks.size()) - 1;
-  double slowest = 0, comm = 0, update = 0;
-  if (t.profile) {
-    comm = sync_tail_seconds(job, c, ranks, 4.0 * double(facts.parameters));
-    update = update_seconds(*t.profile, 0, last) / double(sharded ? k : 1);
-  }
+  double slowest = 0;
+  const DataStepTail tail = t.profile ? data_step_tail(job, facts, c, ranks, *t.profile) : DataStepTail{};
+  const double comm = tail.comm_s, update = tail.update_s;
   for (size_t i = 0; i < ranks.size(); ++i) {
     RankEstimate r;
     r.rank = ranks[i];

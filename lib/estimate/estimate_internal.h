@@ -24,6 +24,15 @@ std::vector<int64_t> shares_of(int64_t batch, const std::vector<double>& speeds,
 // (plain: a whole allreduce; MRA: what its overlap with backward leaves over).
 double sync_tail_seconds(const Job& job, const Cluster& c, const std::vector<int>& ranks, double bytes);
 
+// What a data-parallel step over `ranks` adds after its slowest rank's compute: the gradient exchange
+// (sync_tail_seconds of the whole model's gradients) and the optimizer's update, divided among MRA's
+// shards when its update is sharded.
+struct DataStepTail {
+  double comm_s = 0, update_s = 0;
+};
+DataStepTail data_step_tail(const Job& job, const ModelFacts& facts, const Cluster& c, const std::vector<int>& ranks,
+                            const pipeline::BlockProfile& p);
+
 // Data-parallel ranks `ranks` sharing `batch` per step (one CGP group, or the whole job).
 void data_parallel_ranks(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t,
                          const std::vector<int>& ranks, int64_t batch, const std::string& role,

@@ -46,9 +46,8 @@ double idat_played_out(const Job& job, const ModelFacts& facts, const Cluster& c
   const int n = c.size();
   std::vector<int> all(static_cast<size_t>(n));
   std::iota(all.begin(), all.end(), 0);
-  const bool sharded = job.parallel.comm.algorithm == CommAlgorithm::mra && job.parallel.comm.sharded_update;
-  const double tail = sync_tail_seconds(job, c, all, 4.0 * double(facts.parameters)) +
-                      update_seconds(*t.profile, 0, int(facts.blocks.size()) - 1) / double(sharded ? n : 1);
+  const DataStepTail after = data_step_tail(job, facts, c, all, *t.profile);
+  const double tail = after.comm_s + after.update_s;
   const SlowdownEmulator window(f, 0, job.job.seed, n);
   Balancer balancer(balance_options(job, n), n);
   std::map<int64_t, double> compute_of;  // shares repeat: each priced once

@@ -2,6 +2,7 @@
 #include "lib/sim/groups.h"
 
 #include <queue>
+#include <set>
 #include <tuple>
 
 #include "lib/sim/summary.h"
@@ -22,16 +23,13 @@ Result play_groups(const std::vector<ServerGroup>& groups, const LocalWork& loca
   using Event = std::tuple<double, int, size_t>;  // time, kind, group
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   for (size_t i = 0; i < count; ++i) events.push({local(i, 0.0, 0, out.events), ready, i});
-  double interface_free = 0;    // the server's interface serves one group's exchange at a time
-  std::vector<size_t> pending;  // complete requests in arrival order
-  std::vector<bool> is_pending(count, false);
+  double interface_free = 0;   // the server's interface serves one group's exchange at a time
+  std::set<std::pair<int64_t, size_t>> pending;  // complete requests by their group's read, oldest first
   // The runtime's hold (lib/train/cgp/cgp_exchange.cpp): an update waits while another group, not itself
-  // waiting at the server, has already seen `bound` updates since its read.
-  auto eligible = [&](size_t g) {
-    for (size_t h = 0; h < count; ++h)
-      if (h != g && !is_pending[h] && bound > 0 && version - read_version[h] >= bound) return false;
-    return true;
-  };
+  // waiting at the server, has already seen `bound` updates since its read. Whether one has depends on
+  // the oldest read among the groups not waiting, the same for every waiting request: `reads` holds them.
+  std::multiset<int64_t> reads(read_version.begin(), read_version.end());
+  auto may_apply = [&] { return bound <= 0 || reads.empty() || version - *reads.begin() < bound; };
   double next_mark = double(global_batch), last_mark_t = 0;
   auto landed = [&](const ServerGroup& g, double t) {  // its samples count, a global batch at a time
     samples += double(g.samples);
@@ -56,26 +54,24 @@ Result play_groups(const std::vector<ServerGroup>& groups, const LocalWork& loca
       if (moves) interface_free = start + g.push + g.pull + 2 * g.latency;
       events.push({start + g.push + g.latency, complete, i});
     } else {
-      pending.push_back(i);
-      is_pending[i] = true;
-      for (size_t j = 0; j < pending.size();) {  // apply every eligible request, first come first served
-        const size_t a = pending[j];
-        if (!eligible(a)) {
-          ++j;
-          continue;
-        }
-        pending.erase(pending.begin() + long(j));
-        is_pending[a] = false;
+      pending.insert({read_version[i], i});
+      reads.erase(reads.find(read_version[i]));
+      // Apply the waiting requests while the hold allows, the oldest read first (as the runtime's server
+      // does: a slow group's update goes before the fast ones held for it); an update only makes the
+      // others' reads older, so once one is held all are.
+      while (!pending.empty() && may_apply()) {
+        const size_t a = pending.begin()->second;
+        pending.erase(pending.begin());
         const ServerGroup& x = groups[a];
         const double stale = double(version - read_version[a]);
         staleness_sum += stale;
         out.max_staleness = std::max(out.max_staleness, stale);
         read_version[a] = ++version;
+        reads.insert(read_version[a]);
         ++updates;
         ++out.events;
         landed(x, t);
         events.push({local(a, t + x.pull + x.latency + x.gather, step_now(), out.events), ready, a});
-        j = 0;  // the update may have made an earlier request eligible
       }
     }
   }

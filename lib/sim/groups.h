@@ -3,7 +3,8 @@
 // mini-batches), then exchanges: the server's interface serves one group's exchange at a time (first come,
 // first served; its pushes, then the global values pulled back; a group that moves nothing over the
 // network, on the server's own ranks, does not queue), the update is applied when the runtime's
-// hold allows (no other group, not itself waiting, may have seen `bound` updates since its read), and
+// hold allows (no other group, not itself waiting, may have seen `bound` updates since its read; the
+// waiting updates oldest read first, as the runtime's server takes them), and
 // the group's next local work starts after the pull and its members' all-gather. An update's staleness
 // is the number of other groups' updates applied since the group last read the global model.
 #pragma once

@@ -2,11 +2,12 @@
 // draws them: T4 0.35, V100 1, A100 2.06, H100 3.80 relative), 8 to a node and 4 nodes to a rack over
 // 100/25/10 Gbit/s, a ResNet-50-sized update (25.6M parameters) at 1/1200 s per sample on a V100 and 32
 // samples per worker, each strategy simulated for 100 steps with noise 0.05 and a random walk of 0.01:
-// data parallelism with I-DAT, CGP with the PLS solver's groups (its solve timed apart), and a pipeline
-// of the GPT's blocks in 4 stages replicated over a quarter of the workers each (its model's times from
-// a V100's peak rates). Prints wall seconds per simulation (min and median over repetitions), events
-// and samples/s, and checks a repeated seed gives the same result. A benchmark: it asserts nothing
-// else. Usage: bench_sim_scale [--workers N] [--reps R]
+// data parallelism with I-DAT, CGP with the PLS solver's groups (its solve timed apart), a pipeline of
+// the GPT's blocks in 4 stages replicated over a quarter of the workers each (its model's times from a
+// V100's peak rates), and CGP of pipelines with a group per node (its terms timed apart). Prints wall
+// seconds per simulation (min and median over repetitions), events and samples/s, and checks a repeated
+// seed gives the same result. A benchmark: it asserts nothing else.
+// Usage: bench_sim_scale [--workers N] [--reps R]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -104,5 +105,25 @@ int main(int argc, char** argv) {
   const pipeline::Prediction p = pipeline::evaluate(pw, c, plan);
   timed("pipeline, 4 stages x 2,500", reps,
         [&] { return sim::simulate_pipeline(c, plan, p, gpt.train.global_batch, v, steps, 1); });
+
+  // CGP of pipelines, a group per node: the estimate's terms (its plan for node 0's 8 devices, every
+  // group's prediction on its own, the exchanges with the stages' shards), planning timed apart.
+  Job hybrid = gpt;
+  hybrid.launch.ranks = workers;
+  hybrid.parallel.strategy = StrategyKind::cgp_pipeline;
+  hybrid.cluster.ranks_per_node = 8;
+  estimate::Timing timing;
+  timing.profile = estimate::roofline_profile(facts, estimate::device_kind("v100", "bench"), false, 8);
+  const auto t1 = std::chrono::steady_clock::now();
+  const estimate::HybridTerms h = estimate::hybrid_terms(hybrid, facts, c, timing);
+  sim::HybridSpec spec;
+  spec.plan = h.plan.plan;
+  for (const estimate::HybridGroup& g : h.groups) spec.groups.push_back({g.members, g.prediction, g.lead_s, g.others_s});
+  spec.group_batch = h.group_batch, spec.global_batch = hybrid.train.global_batch;
+  spec.exchange_every = h.exchange_every, spec.hold_staleness = hybrid.parallel.cgp.max_staleness;
+  fmt::print("  (CGP of pipelines: {} groups of {} stage(s), M = {}, terms in {:.2f} s)\n", h.groups.size(),
+             spec.plan.stages.size(), spec.plan.micro_batches, seconds_since(t1));
+  timed("CGP of pipelines, a group per node", reps,
+        [&] { return sim::simulate_cgp_pipeline(c, spec, v, steps, 1); });
   return 0;
 }

@@ -1,8 +1,8 @@
 // The simulator (lib/sim) against the analytical models it replays and on its own: without variability a
 // data-parallel job's simulated step is estimate's (equal and I-DAT shares, ring and MRA), CGP's
 // throughput within a tenth of lib/cgp's prediction where exchanges do not queue (slower where they do)
-// and its staleness held near the bound, a pipeline's mini-batch within -50% / +15% of the planner's
-// closed form (which serialises a link's directions); ring phases share a node's link when several
+// and its staleness held near the bound, a pipeline's mini-batch the estimate's (both play its 1F1B
+// schedule); ring phases share a node's link when several
 // flows leave it; I-DAT's balancer recovers a step that a slow window lengthened under
 // equal shares; CGP of pipelines within a tenth of its model, and with one group the pipeline step for
 // step; a seeded run is reproducible bit for bit, another seed differs; 2,000 workers of mixed
@@ -87,11 +87,10 @@ BOOST_AUTO_TEST_CASE(without_variability_cgp_is_within_a_tenth_of_its_model) {
       const sim::Result r = simulated(in, {}, 400);
       BOOST_TEST_MESSAGE(groups << ": model " << e.samples_per_s << " samples/s, staleness " << e.staleness
                                 << "; simulated " << r.samples_per_s << ", staleness up to " << r.max_staleness);
-      // Four groups of one: the model holds the fast groups by rates, the simulator update by update,
-      // counting a group that waits for the server's interface as one that may hold the others (the
-      // runtime counts it once its first push has arrived): 8% apart here; a tenth elsewhere.
-      const double within = std::string(groups) == "[0, 1, 2, 3]" ? 0.15 : 0.10;
-      BOOST_TEST(r.samples_per_s == e.samples_per_s, boost::test_tools::tolerance(within));
+      // The model holds the fast groups by rates, the simulator update by update, the waiting updates
+      // oldest read first as the runtime's server takes them (first come first served instead, four
+      // groups of one were 13% apart: the fast groups' held updates went before the slow one's).
+      BOOST_TEST(r.samples_per_s == e.samples_per_s, boost::test_tools::tolerance(0.10));
       // The server holds an update while another group has seen the bound (one waiting at the server
       // aside, which may then see one more per group landing before it).
       BOOST_TEST(r.max_staleness <= double(in.job.parallel.cgp.max_staleness + 2));
@@ -104,10 +103,10 @@ BOOST_AUTO_TEST_CASE(without_variability_cgp_is_within_a_tenth_of_its_model) {
   BOOST_TEST(simulated(slow_links, {}, 400).samples_per_s == e.samples_per_s, boost::test_tools::tolerance(0.10));
 }
 
-// The closed form charges a link's two directions as one resource; the schedule runs them at once (a
-// full-duplex link), so on a link-bound pipeline (the lab's 1 Gbit/s between racks) it is up to half
-// faster.
-BOOST_AUTO_TEST_CASE(without_variability_a_pipeline_is_within_the_closed_forms_error) {
+// The estimate plays a pipeline's mini-batch through its 1F1B schedule, as the simulator does: without
+// variability the same step, on the lab's fast and slow links and for plans of one, two and two unequal
+// stages (the planner's closed form, which its search uses, is up to half slower on a link-bound plan).
+BOOST_AUTO_TEST_CASE(without_variability_a_pipeline_step_is_estimates) {
   for (const char* stages : {"", "0-1,2-3", "0-0,1-3"}) {
     std::vector<std::string> sets{"parallel.strategy=pipeline"};
     if (*stages) sets.push_back(std::string("parallel.pipeline.stages=\"") + stages + "\"");
@@ -115,26 +114,24 @@ BOOST_AUTO_TEST_CASE(without_variability_a_pipeline_is_within_the_closed_forms_e
     BOOST_TEST_CONTEXT(stages) {
       const double want = predicted_step(in);
       const sim::Result r = simulated(in, {}, 5);
-      BOOST_TEST(r.median_step_s >= want * 0.5);
-      BOOST_TEST(r.median_step_s <= want * 1.15);
+      BOOST_TEST(want > 0);
+      BOOST_TEST(r.median_step_s == want, boost::test_tools::tolerance(1e-9));
     }
   }
 }
 
 // CGP of pipelines, two groups (one per node: two fast devices, two at 0.4) of a 2-stage pipeline each:
 // without variability the simulation is the model's within a tenth (both play the leading shard's queue
-// out, the pipelines their 1F1B schedule) on fast links, and on the lab's 1 Gbit/s links where the fast
-// group, on the shards' own node, runs free. Where the hold binds (the slow group's exchange takes 40
-// times the fast group's mini-batch, the bound 4), the model holds by rates (4 of the fast group's updates
-// per slow cycle, 5 updates in all), the simulator update by update, letting one more land as the slow
-// group's own lands (6): 22% apart.
+// out, the pipelines their 1F1B schedule) on fast links, on the lab's 1 Gbit/s links where the fast
+// group, on the shards' own node, runs free (bound 1000), and where the hold binds (bound 4: the slow
+// group's exchange takes 40 times the fast group's mini-batch; the model holds by rates, the simulator
+// update by update, oldest read first).
 BOOST_AUTO_TEST_CASE(without_variability_cgp_of_pipelines_is_within_a_tenth_of_its_model) {
   struct Case {
     const char* gbps;
     const char* bound;
-    double within;
   };
-  for (const Case& k : {Case{"100", "4", 0.10}, Case{"1", "1000", 0.10}, Case{"1", "4", 0.25}}) {
+  for (const Case& k : {Case{"100", "4"}, Case{"1", "1000"}, Case{"1", "4"}}) {
     const Inputs in = inputs(lab_job({"parallel.strategy=cgp-pipeline", "cluster.ranks_per_node=2",
                                       std::string("cluster.links.rack_gbps=") + k.gbps,
                                       std::string("cluster.links.cross_gbps=") + k.gbps,
@@ -146,7 +143,7 @@ BOOST_AUTO_TEST_CASE(without_variability_cgp_of_pipelines_is_within_a_tenth_of_i
                                 << " samples/s; simulated " << r.samples_per_s << ", staleness up to "
                                 << r.max_staleness);
       BOOST_TEST(e.samples_per_s > 0);
-      BOOST_TEST(r.samples_per_s == e.samples_per_s, boost::test_tools::tolerance(k.within));
+      BOOST_TEST(r.samples_per_s == e.samples_per_s, boost::test_tools::tolerance(0.10));
       BOOST_TEST(r.max_staleness <= double(in.job.parallel.cgp.max_staleness + 2));
     }
   }
