@@ -3,9 +3,12 @@
 
 For each case (a job and a cluster), `dptrain plan --compare --json` predicts every candidate (data
 parallelism with equal or I-DAT shares, ring or MRA; CGP with its solver's groups; the pipeline planner's
-plan) on step times from a layer profile written once per case; then every candidate that fits is run
-REPS times, interleaved (candidate order rotated each repetition), and its samples/s taken after the
-first quarter of its steps (metrics.jsonl: the steady state, without the start's one-off costs). Per case: the measured median per candidate, the prediction's error, Kendall's tau over the
+plan; CGP of pipelines) on step times from a layer profile; then every candidate that fits is run REPS
+times, interleaved (candidate order rotated each repetition), and its samples/s taken after the first
+quarter of its steps (metrics.jsonl: the steady state, without the start's one-off costs). The profile
+is written again before every repetition (this machine's speed drifts by a fifth over minutes, the
+runs' with it): the prediction is the median of the repetitions' (a pipeline plans from its
+repetition's profile). Per case: the measured median per candidate, the prediction's error, Kendall's tau over the
 pairs of candidates (predicted order against measured), and whether the predicted winner is within 10%
 of the measured best. Over all cases: tau summed over the pairs, the lowest per-case tau, the median
 absolute error. A candidate predicted not to fit must fail cleanly (non-zero exit, one line) and is left
@@ -148,18 +151,22 @@ def kendall(pred, meas, apart=None):
     return (concordant - discordant) / pairs if pairs else 1.0, concordant, discordant
 
 
-def predict(dptrain, name, base, profile, env, work, launch_in):
-    """The case's prediction: (rows of `plan --compare --json`, the simulator's samples/s per candidate at
-    the job's own ranks from `--compare --workers`, the job's overrides with the real cluster's file)."""
+def measure_links(dptrain, name, base, work, launch_in):
+    """A real cluster's links, measured once by `profile --links`: the job's overrides with its cluster file
+    (its nodes and links, for the prediction and the runs)."""
+    links = f"{work}/{name}.links.toml"
+    p = launch_in([dptrain, "profile", "--links", *base, "--out", links])
+    if p.returncode:
+        sys.exit(f"{name}: profile --links failed: {p.stderr.strip()}")
+    return base + sets(f"cluster.file={links}")
+
+
+def predict(dptrain, name, base, profile, env):
+    """One prediction from a layer profile written now: (rows of `plan --compare --json`, the simulator's
+    samples/s per candidate at the job's own ranks, from `--compare --workers`)."""
     p = run([dptrain, "profile", "--layers", *base, "--out", profile], env=env)
     if p.returncode:
         sys.exit(f"{name}: profile --layers failed: {p.stderr.strip()}")
-    if launch_in:
-        links = f"{work}/{name}.links.toml"
-        p = launch_in([dptrain, "profile", "--links", *base, "--out", links])
-        if p.returncode:
-            sys.exit(f"{name}: profile --links failed: {p.stderr.strip()}")
-        base = base + sets(f"cluster.file={links}")  # its nodes and links for the prediction and the runs
     c = run([dptrain, "plan", *base, "--profile", profile, "--compare", "--json"], env=env)
     if c.returncode not in (0, 1):
         sys.exit(f"{name}: plan --compare failed: {c.stderr.strip()}")
@@ -170,16 +177,34 @@ def predict(dptrain, name, base, profile, env, work, launch_in):
     if s.returncode in (0, 1):
         simulated = {q["strategy"]: q["simulated_samples_per_s"] for q in json.loads(s.stdout)["points"]
                      if q["planned"] and q["simulated_samples_per_s"] > 0}
-    return rows, simulated, base
+    return rows, simulated
 
 
-def measure(dptrain, name, base, profile, rows, reps, work, launch):
-    """Every candidate run `reps` times, interleaved: (samples/s per candidate, the failures' lines)."""
+def median_prediction(predictions):
+    """Per candidate the median over the predictions (each from its own profile) of the model's and the
+    simulator's samples/s; the rows of the first (candidates, their overrides, whether they fit)."""
+    rows = predictions[0][0]
+    model, simulated = {}, {}
+    for r in rows:
+        if r["planned"] and r["fits"]:
+            got = [x["samples_per_s"] for rs, _ in predictions for x in rs
+                   if x["name"] == r["name"] and x["planned"] and x["fits"]]
+            model[r["name"]] = statistics.median(got)
+        sims = [sim[r["name"]] for _, sim in predictions if r["name"] in sim]
+        if sims:
+            simulated[r["name"]] = statistics.median(sims)
+    return rows, model, simulated
+
+
+def measure(dptrain, name, base, rows, reps, work, launch, profile_for):
+    """Every candidate run `reps` times, interleaved: (samples/s per candidate, the failures' lines).
+    `profile_for(rep)`: the layer profile of that repetition (a pipeline plans from it)."""
     sets_of = {r["name"]: r["sets"] for r in rows}
     measured = {n: [] for n in sets_of}
     failed = {}
     order = list(sets_of)
     for rep in range(reps):
+        profile = profile_for(rep)
         for n in order[rep % len(order):] + order[:rep % len(order)]:
             out = f"{work}/{name}.{len(measured[n])}.{order.index(n)}"
             # A pipeline (and every group of CGP of pipelines) plans from the profile the prediction read.
@@ -223,13 +248,12 @@ class Score:
         self.c = self.d = self.apart_c = self.apart_d = self.within = 0
         self.taus, self.errors, self.sim_errors = [], [], []
 
-    def case(self, name, what, rows, simulated, measured, failed, reps):
-        predicted = {r["name"]: r["samples_per_s"] for r in rows if r["planned"] and r["fits"]}
-        winner = rows[0]["name"] if rows and rows[0]["planned"] and rows[0]["fits"] else None
+    def case(self, name, what, rows, predicted, simulated, measured, failed, reps):
+        winner = max(predicted, key=predicted.get) if predicted else None
         med = {n: statistics.median(v) for n, v in measured.items() if v}
         lines = [f"\n## {name}: {what}\n\n| strategy | predicted samples/s | measured (median of {reps}; min-max) | "
                  "error | simulated | its error in step time |\n|---|---:|---:|---:|---:|---:|"]
-        for r in rows:
+        for r in sorted(rows, key=lambda r: -predicted.get(r["name"], -1.0)):
             n = r["name"]
             if n in med and n in predicted:
                 err = predicted[n] / med[n] - 1
@@ -289,9 +313,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--rescore", nargs="+", metavar="LOG",
-                    help="run nothing: predict (and simulate) again with DPTRAIN and score against the "
-                         "measurements these earlier logs of this script hold (a model's change does not "
-                         "change what runs measure)")
+                    help="run nothing: predict (and simulate) again with DPTRAIN, from --reps profiles "
+                         "written now, and score against the measurements these earlier logs of this "
+                         "script hold (a model's change does not change what runs measure)")
     a = ap.parse_args()
     os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")  # the cluster's launcher too
     env = dict(os.environ)
@@ -307,23 +331,36 @@ def main():
             steps = opts.get("steps", a.steps)
             base = job + sets(f"train.steps={steps}", "train.eval_every=0", "checkpoint.enabled=false",
                               "log.progress=plain", f"log.every={max(1, steps // 4)}")
-            profile = f"{work}/{name}.profile.toml"
             launch, launch_in = (lambda cmd: run(cmd, env=env)), None  # noqa: E731
             if "real" in opts:
                 cluster = real_cluster(work, name, opts["real"])
                 hostfile = sets(f"launch.hostfile={cluster['state']}/hostfile")
                 launch = launch_in = lambda cmd: netns_cluster.in_launcher(cluster, cmd + hostfile)  # noqa: E731
-            rows, simulated, base = predict(a.dptrain, name, base, profile, env, work, launch_in)
+                base = measure_links(a.dptrain, name, base, work, launch_in)
+            # A profile, and the prediction from it, before every repetition (the runs' machine drifts):
+            # the prediction is their median.
+            predictions, profiles = [], []
+
+            def profile_for(rep):
+                profiles.append(f"{work}/{name}.profile.{rep}.toml")
+                predictions.append(predict(a.dptrain, name, base, profiles[-1], env))
+                return profiles[-1]
+
+            profile_for(0)
             if a.rescore:
                 if name not in earlier:
                     sys.exit(f"{name}: no measurements of this case in {' '.join(a.rescore)}")
+                for rep in range(1, a.reps):
+                    profile_for(rep)
                 # min, median, max stand for the runs: their median and range are what the score reads.
                 measured, failed = earlier[name]
                 reps = "the logged runs"
             else:
-                measured, failed = measure(a.dptrain, name, base, profile, rows, a.reps, work, launch)
+                measured, failed = measure(a.dptrain, name, base, predictions[0][0], a.reps, work, launch,
+                                           lambda rep: profiles[0] if rep == 0 else profile_for(rep))
                 reps = a.reps
-            score.case(name, what, rows, simulated, measured, failed, reps)
+            rows, predicted, simulated = median_prediction(predictions)
+            score.case(name, what, rows, predicted, simulated, measured, failed, reps)
             if cluster:
                 netns_cluster.down(cluster["name"])
                 cluster = None
