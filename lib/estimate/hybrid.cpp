@@ -3,10 +3,11 @@
 // makes it: lib/train/hybrid), each on its own devices, and exchanges with the stages' shards.
 //
 // The model: group g's mini-batch (its share B_g of the global batch) takes T_g, the plan evaluated on
-// its devices and links (lib/pipeline's model) and played through its 1F1B schedule; every E = exchange_every mini-batches it exchanges: the
-// leading stage's members first (each sends its slice of the stage's update to the shard's host and
-// receives the global slice back, over the link between them), then every other stage's at once, so
-// X_g = the leading stage's slowest member + the slowest member of the others. A cycle is E T_g + X_g;
+// its devices and links (lib/pipeline's model) and played through its 1F1B schedule; every
+// E = exchange_every mini-batches it exchanges: the leading stage's members first (each sends its slice
+// of the stage's update to the shard's host and receives the global slice back, over the link between
+// them), then every other stage's at once, so X_g = the leading stage's slowest member + the slowest
+// member of the others. A cycle is E T_g + X_g;
 // the groups add up: samples/s = sum_g E B_g r_g, where r_g = 1 / (E T_g + W_g + X_g), W_g the wait for
 // the shards, which take one group's exchange at a time (cgp::detail::queued_waits), unless the leading
 // shard's hold slows it: no group may see more than max_staleness updates of the others in its cycle

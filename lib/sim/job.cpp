@@ -1,4 +1,4 @@
-// simulate_job and job_variability (job.h).
+// simulate_job, simulate_estimate, hybrid_spec and job_variability (job.h).
 #include "lib/sim/job.h"
 
 #include "lib/balance/job_balance.h"
@@ -7,6 +7,18 @@
 namespace dp::sim {
 
 Variability job_variability(const Job& job, double noise) { return Variability{noise, job.cluster.emulate}; }
+
+HybridSpec hybrid_spec(const Job& job, const estimate::HybridTerms& h) {
+  HybridSpec spec;
+  spec.plan = h.plan.plan;
+  for (const estimate::HybridGroup& g : h.groups)
+    spec.groups.push_back({g.members, g.prediction, g.lead_s, g.others_s});
+  spec.group_batch = h.group_batch;
+  spec.global_batch = job.train.global_batch;
+  spec.exchange_every = h.exchange_every;
+  spec.hold_staleness = job.parallel.cgp.max_staleness;
+  return spec;
+}
 
 Result simulate_estimate(const Job& job, const estimate::ModelFacts& facts, const Cluster& c,
                          const estimate::Timing& t, const estimate::Estimate& priced, const Variability& v,
@@ -36,17 +48,8 @@ Result simulate_estimate(const Job& job, const estimate::ModelFacts& facts, cons
       const pipeline::PlanResult& p = *priced.pipeline_plan;
       return simulate_pipeline(c, p.plan, p.prediction, job.train.global_batch, v, steps, seed);
     }
-    case StrategyKind::cgp_pipeline: {
-      const estimate::HybridTerms h = estimate::hybrid_terms(job, facts, c, t);
-      HybridSpec spec;
-      spec.plan = h.plan.plan;
-      for (const estimate::HybridGroup& g : h.groups) spec.groups.push_back({g.members, g.prediction, g.lead_s, g.others_s});
-      spec.group_batch = h.group_batch;
-      spec.global_batch = job.train.global_batch;
-      spec.exchange_every = h.exchange_every;
-      spec.hold_staleness = job.parallel.cgp.max_staleness;
-      return simulate_cgp_pipeline(c, spec, v, steps, seed);
-    }
+    case StrategyKind::cgp_pipeline:
+      return simulate_cgp_pipeline(c, hybrid_spec(job, estimate::hybrid_terms(job, facts, c, t)), v, steps, seed);
     case StrategyKind::automatic: break;
   }
   throw UsageError(job.source + " [parallel] strategy", "\"auto\" is not one strategy to simulate",

@@ -15,6 +15,9 @@ namespace dp::sim {
 // The job's [cluster.emulate] random walk and slow window, and `noise` per operation.
 Variability job_variability(const Job& job, double noise);
 
+// CGP of pipelines' simulation inputs from the estimate's terms of `job` (hybrid_terms).
+HybridSpec hybrid_spec(const Job& job, const estimate::HybridTerms& h);
+
 // `steps` steps (CGP: steps' worth of samples; a pipeline: mini-batches) of the job's strategy on `c`
 // with the step times of `t` (required), replaying what `priced` (estimate_job of the same inputs) priced:
 // its shares, CGP grouping or pipeline plan.

@@ -20,6 +20,7 @@
 #include "lib/estimate/estimate.h"
 #include "lib/job/job.h"
 #include "lib/measure/pipeline_plan.h"
+#include "lib/sim/job.h"
 #include "lib/sim/sim.h"
 
 using namespace dp;
@@ -116,11 +117,7 @@ int main(int argc, char** argv) {
   timing.profile = estimate::roofline_profile(facts, estimate::device_kind("v100", "bench"), false, 8);
   const auto t1 = std::chrono::steady_clock::now();
   const estimate::HybridTerms h = estimate::hybrid_terms(hybrid, facts, c, timing);
-  sim::HybridSpec spec;
-  spec.plan = h.plan.plan;
-  for (const estimate::HybridGroup& g : h.groups) spec.groups.push_back({g.members, g.prediction, g.lead_s, g.others_s});
-  spec.group_batch = h.group_batch, spec.global_batch = hybrid.train.global_batch;
-  spec.exchange_every = h.exchange_every, spec.hold_staleness = hybrid.parallel.cgp.max_staleness;
+  const sim::HybridSpec spec = sim::hybrid_spec(hybrid, h);
   fmt::print("  (CGP of pipelines: {} groups of {} stage(s), M = {}, terms in {:.2f} s)\n", h.groups.size(),
              spec.plan.stages.size(), spec.plan.micro_batches, seconds_since(t1));
   timed("CGP of pipelines, a group per node", reps,

@@ -157,7 +157,8 @@ BOOST_AUTO_TEST_CASE(one_group_of_pipelines_simulates_as_the_pipeline) {
   const Inputs pipeline = inputs(lab_job({"parallel.strategy=pipeline"}));
   const sim::Result a = simulated(hybrid, v, 30, 5), b = simulated(pipeline, v, 30, 5);
   BOOST_REQUIRE(a.step_s.size() == b.step_s.size());
-  for (size_t i = 0; i < a.step_s.size(); ++i) BOOST_TEST(a.step_s[i] == b.step_s[i], boost::test_tools::tolerance(1e-9));
+  for (size_t i = 0; i < a.step_s.size(); ++i)
+    BOOST_TEST(a.step_s[i] == b.step_s[i], boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(ring_phases_share_a_nodes_link) {
