@@ -11,8 +11,7 @@ Variability job_variability(const Job& job, double noise) { return Variability{n
 HybridSpec hybrid_spec(const Job& job, const estimate::HybridTerms& h) {
   HybridSpec spec;
   spec.plan = h.plan.plan;
-  for (const estimate::HybridGroup& g : h.groups)
-    spec.groups.push_back({g.members, g.prediction, g.lead_s, g.others_s});
+  spec.groups = h.groups;
   spec.group_batch = h.group_batch;
   spec.global_batch = job.train.global_batch;
   spec.exchange_every = h.exchange_every;

@@ -27,6 +27,7 @@
 #include "lib/cgp/cgp.h"
 #include "lib/cluster/cluster.h"
 #include "lib/core/rng.h"
+#include "lib/estimate/estimate.h"
 #include "lib/pipeline/plan.h"
 
 namespace dp::sim {
@@ -91,19 +92,14 @@ Result simulate_cgp(const Cluster& c, const cgp::Workload& w, const cgp::Groupin
 Result simulate_pipeline(const Cluster& c, const pipeline::Plan& plan, const pipeline::Prediction& p,
                          int64_t global_batch, const Variability& v, int64_t steps, uint64_t seed);
 
-// CGP of pipelines: groups of ranks (`members`, in the order the plan's stage ranks index) each running
-// `plan` with its model's per-stage times on the group's devices (`prediction`), exchanging every
-// `exchange_every` mini-batches of `group_batch` samples with the stages' shards: the leading stage's
-// exchange (`lead_s`: its slices up and the global slices back) then every other stage's (`others_s`),
-// one group at a time, under the runtime's hold at `hold_staleness` (0: none).
-struct HybridGroupSpec {
-  std::vector<int> members;
-  pipeline::Prediction prediction;
-  double lead_s = 0, others_s = 0;
-};
+// CGP of pipelines on the estimate's terms (estimate::HybridGroup: each group's members, in the order the
+// plan's stage ranks index, its model's per-stage times on the group's devices, its exchanges with the
+// stages' shards): each group runs `plan`, exchanging every `exchange_every` mini-batches of
+// `group_batch` samples, the leading stage's exchange then every other stage's, one group at a time,
+// under the runtime's hold at `hold_staleness` (0: none).
 struct HybridSpec {
   pipeline::Plan plan;
-  std::vector<HybridGroupSpec> groups;
+  std::vector<estimate::HybridGroup> groups;
   int64_t group_batch = 0, global_batch = 0, exchange_every = 1, hold_staleness = 0;
 };
 Result simulate_cgp_pipeline(const Cluster& c, const HybridSpec& spec, const Variability& v, int64_t steps,
