@@ -88,13 +88,23 @@ ComputeTimer::ComputeTimer(bool thread_cpu)
 double ComputeTimer::wall_seconds() const { return wall_now() - wall0_; }
 double ComputeTimer::cpu_seconds() const { return thread_cpu_ ? thread_cpu_now() - cpu0_ : -1; }
 
-void SlowdownEmulator::delay(int64_t step, double wall_seconds, double cpu_seconds, int64_t work) {
+double SlowdownEmulator::least_compute(int kind, int64_t work, double measured) {
+  const auto [it, fresh] = least_.try_emplace({kind, work}, measured);
+  double least = fresh ? measured : std::min(it->second, measured);
+  if (const auto up = std::next(it); up != least_.end() && up->first.first == kind)
+    least = std::min(least, up->second);
+  if (it != least_.begin()) {
+    const auto down = std::prev(it);
+    if (down->first.first == kind && down->first.second > 0)
+      least = std::min(least, down->second * double(work) / double(down->first.second));
+  }
+  return it->second = least;
+}
+
+void SlowdownEmulator::delay(int64_t step, double wall_seconds, double cpu_seconds, int64_t work, int kind) {
   if (!active()) return;
   double compute = cpu_seconds >= 0 ? cpu_seconds : wall_seconds;
-  if (work >= 0) {
-    const auto [least, first] = least_.try_emplace(work, compute);
-    if (!first) compute = least->second = std::min(least->second, compute);
-  }
+  if (work >= 0) compute = least_compute(kind, work, compute);
   const double rest = factor(step) * compute - wall_seconds;
   if (rest > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest));
 }

@@ -15,7 +15,8 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <map>
+#include <utility>
 
 #include "lib/job/job.h"
 
@@ -49,10 +50,11 @@ class SlowdownEmulator {
   int64_t slowed_rank(int64_t step) const;  // the rank the fluctuation window slows at `step`
   // After a step's compute that took `wall_seconds`, of which the computing thread ran `cpu_seconds`
   // (< 0: unknown, use the wall time): sleeps until the compute has taken factor(step) x cpu_seconds, so
-  // the rank is as slow as emulated while leaving its core to others. `work` >= 0 names the computation
-  // (equal for equal work, for example its sample count): the least compute time seen for it is
-  // multiplied instead. No-op when nothing is emulated.
-  void delay(int64_t step, double wall_seconds, double cpu_seconds = -1, int64_t work = -1);
+  // the rank is as slow as emulated while leaving its core to others. `work` >= 0 is the computation's
+  // amount (its samples or rows) and `kind` which computation it is (forward, backward, ...): the least
+  // compute time seen for it is multiplied instead, bounded by what the same kind took on other amounts
+  // (least_compute). No-op when nothing is emulated.
+  void delay(int64_t step, double wall_seconds, double cpu_seconds = -1, int64_t work = -1, int kind = 0);
 
  private:
   EmulateSection spec_;
@@ -62,7 +64,12 @@ class SlowdownEmulator {
   double described_ = 1;  // fastest speed / this rank's speed ([cluster] with as_described), else 1
   int64_t walk_step_ = -1;
   double walk_log_ = 0;  // the random walk's log factor at walk_step_
-  std::unordered_map<int64_t, double> least_;  // work -> the least compute seconds seen for it
+  // The least compute seconds of `work` of `kind`, this one taking `measured`: the least seen for it, and
+  // no more than a larger amount of the same kind took, nor than a smaller one took per unit (fixed
+  // costs spread thinner over more). A share seen for the first time (I-DAT moves shares) is then not
+  // charged its first, cold run's time, which the factor would multiply.
+  double least_compute(int kind, int64_t work, double measured);
+  std::map<std::pair<int, int64_t>, double> least_;  // (kind, work) -> the least compute seconds for it
 };
 
 // Emulated device memory ([cluster.emulate] memory_gb, or with as_described [cluster]'s memory) of

@@ -27,17 +27,40 @@ Clock::duration seconds(double s) {
 
 double log2_ceil(int n) { return n > 1 ? std::ceil(std::log2(double(n))) : 0; }
 
-// Sleeps until `t`. The first time on a thread, asks Linux to wake the thread within a microsecond of
+// Asleep for about `d`. The first time on a thread, asks Linux to wake the thread within a microsecond of
 // what it asked for instead of the default 50 us "timer slack" (on a VM a 1 us sleep then takes about 20
-// us instead of 80), so emulated latencies of tens of microseconds hold; the thread still sleeps.
-void sleep_until(Clock::time_point t) {
+// us instead of 80); a wake-up still comes tens of microseconds late here.
+void nap(Clock::duration d) {
 #ifdef __linux__
   thread_local const bool precise = prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL) == 0;
   (void)precise;
 #endif
-  std::this_thread::sleep_until(t);
+  std::this_thread::sleep_for(d);
 }
-void sleep_for(Clock::duration d) { sleep_until(Clock::now() + d); }
+
+// How late a sleeping thread may wake on a VM, and so how long before a deadline a wait stops sleeping
+// and yields the core instead (to any thread that has work) until the deadline: a link's latency of 10
+// us then takes 10 us, not the 90 a wake-up adds (`profile --links` measured 95 us one way before).
+constexpr Clock::duration kWakeLate = std::chrono::microseconds(100);
+
+// Until `t`, precisely: asleep while it is far, yielding the core for its last stretch.
+void sleep_until(Clock::time_point t) {
+  if (t - Clock::now() > kWakeLate) nap(t - Clock::now() - kWakeLate);
+  while (Clock::now() < t) std::this_thread::yield();
+}
+
+// Until `ready()`: looks yielding the core in between for the first stretch (a peer's message in a ring
+// usually comes within it), then naps of `gap` between looks.
+template <class Ready>
+void poll_until(Ready ready, Clock::duration gap) {
+  const Clock::time_point eager_until = Clock::now() + kWakeLate;
+  while (!ready()) {
+    if (Clock::now() < eager_until)
+      std::this_thread::yield();
+    else
+      nap(gap);
+  }
+}
 
 // Small messages (control, loss statistics) slip between the packets of bulk transfers, as on a real
 // network, instead of queueing behind megabytes of gradients; bulk transfers queue.
@@ -168,13 +191,13 @@ class PacedRequest final : public Request::Impl {
   // until the real transfer has happened too, which over shared memory it usually has by then: a
   // communication thread waiting for its peer must not spin on the core its rank computes on.
   void wait() override {
-    while (!due_known()) sleep_for(std::chrono::microseconds(50));
+    poll_until([&] { return due_known(); }, std::chrono::microseconds(50));
     // Until `due`, a look at the real transfer every 100 us: MPI moves a large message over shared
     // memory in pieces, and only while its ranks call into it.
-    while (!arrived() && Clock::now() + std::chrono::microseconds(100) < due_)
-      sleep_for(std::chrono::microseconds(100));
+    constexpr Clock::duration look = std::chrono::microseconds(100);
+    while (!arrived() && Clock::now() + look + kWakeLate < due_) nap(look);
     sleep_until(due_);
-    while (!arrived()) sleep_for(std::chrono::microseconds(20));
+    poll_until([&] { return arrived(); }, std::chrono::microseconds(20));
     sleep_until(arrival_ + after_);
   }
   bool test() override {

@@ -100,13 +100,14 @@ BOOST_AUTO_TEST_CASE(cpu_time_paces_the_emulated_compute) {
 
 BOOST_AUTO_TEST_CASE(named_work_is_paced_by_the_least_compute_seen_for_it) {
   // 2x slower. Work 7 first computes in 10 ms (sleeps 10 ms more), then in 20 ms (caches cold: paced by
-  // the 10 ms seen before, 2 x 10 = 20 ms, no sleep), then in 5 ms (the least now: sleeps 5 ms). Other
-  // work has its own least; unnamed work is paced by its own time.
+  // the 10 ms seen before, 2 x 10 = 20 ms, no sleep), then in 5 ms (the least now: sleeps 5 ms). Another
+  // amount of the same kind is bounded by it: 8 by 5 x 8/7 ms, 4 by 5 ms; another kind has its own
+  // least; unnamed work is paced by its own time.
   const Job job = job_of("", "slowdown = [2.0, 1.0, 1.0]");
   SlowdownEmulator e(job, 0);
-  auto slept_ms = [&](double seconds, int64_t work) {
+  auto slept_ms = [&](double seconds, int64_t work, int kind = 0) {
     const auto t0 = std::chrono::steady_clock::now();
-    e.delay(0, seconds, seconds, work);
+    e.delay(0, seconds, seconds, work, kind);
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
   BOOST_TEST(slept_ms(0.010, 7) >= 9.9);
@@ -114,6 +115,10 @@ BOOST_AUTO_TEST_CASE(named_work_is_paced_by_the_least_compute_seen_for_it) {
   const double slept = slept_ms(0.005, 7);
   BOOST_TEST(slept >= 4.9);
   BOOST_TEST(std::min({slept, slept_ms(0.005, 7), slept_ms(0.005, 7)}) < 9.0);  // not paced by 10 ms
-  BOOST_TEST(slept_ms(0.020, 8) >= 19.9);                                         // work 8: its own
+  const double eight = slept_ms(0.010, 8);  // paced by 2 x 5.71 ms: sleeps 1.4 ms, not 10
+  BOOST_TEST(eight >= 1.3);
+  BOOST_TEST(std::min({eight, slept_ms(0.010, 8), slept_ms(0.010, 8)}) < 6.0);
+  BOOST_TEST(std::min({slept_ms(0.020, 4), slept_ms(0.020, 4), slept_ms(0.020, 4)}) < 5.0);  // 4: by 7's 5 ms
+  BOOST_TEST(slept_ms(0.020, 8, 1) >= 19.9);  // another kind: its own
   BOOST_TEST(slept_ms(0.020, -1) >= 19.9);                                        // unnamed: its own time
 }

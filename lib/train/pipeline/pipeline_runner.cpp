@@ -14,6 +14,8 @@ namespace dp::pipeline_detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// The operations the slowdown emulator tells apart (the last backward of a step also completes the gradients).
+enum OperationKind : int { kForward = 0, kBackward = 1, kLastBackward = 2 };
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // Point-to-point tags on the run's communicator: activations forward, their gradients back.
@@ -175,15 +177,14 @@ class StageRunner::MiniBatch {
     }
   }
 
-  // The compute of one operation, with the emulated slowness of this step. `work` names it for the
-  // emulator: equal for the same operation on as many rows.
+  // The compute of one operation, with the emulated slowness of this step: `kind` of operation on `rows`.
   template <class Fn>
-  void computed(int64_t work, Fn&& fn) {
+  void computed(int kind, int64_t rows, Fn&& fn) {
     const auto t0 = Clock::now();
     const ComputeTimer timer(r_.paced_by_cpu_);
     fn();
     r_.k_.synchronize();
-    if (!evaluating_) r_.emulator_.delay(step_, timer.wall_seconds(), timer.cpu_seconds(), work);
+    if (!evaluating_) r_.emulator_.delay(step_, timer.wall_seconds(), timer.cpu_seconds(), rows, kind);
     t_.compute_ms += ms_since(t0);
   }
 
@@ -222,7 +223,7 @@ class StageRunner::MiniBatch {
     t_.send_ms += wait_for(output_sends_[slot], "wait send activations", output_micro_[slot],
                            output_peer_[slot]);  // the slot's outputs are written again
     if (n > 0) {
-      computed(4 * n, [&] {
+      computed(kForward, n, [&] {
         const TraceScope traced("forward", {"micro_batch", int64_t(m)}, {"samples", n});
         const StepStats st = r_.stage_.forward(op.slot, ids.first, ids.second, n, loss_scale_);
         t_.stats.loss_sum += st.loss_sum;
@@ -256,7 +257,7 @@ class StageRunner::MiniBatch {
         const MemoryUse use("activation gradients (to the previous stage)");
         r_.dx_.grow(size_t(n * in_floats_));
       }
-      computed(4 * n + (op.micro_batch + 1 == M_ ? 3 : 1), [&] {  // the last one completes the gradients
+      computed(op.micro_batch + 1 == M_ ? kLastBackward : kBackward, n, [&] {  // the last one completes the gradients
         const TraceScope traced("backward", {"micro_batch", int64_t(m)}, {"samples", n});
         r_.stage_.backward(op.slot, last_ ? nullptr : r_.dy_.data(), first_ ? nullptr : r_.dx_.data(), accumulated_,
                            op.micro_batch + 1 == M_ ? final_gradients_ : none_);
