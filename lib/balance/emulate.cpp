@@ -101,6 +101,14 @@ double SlowdownEmulator::least_compute(int kind, int64_t work, double measured) 
   return it->second = least;
 }
 
+void SlowdownEmulator::pace(int64_t step, double wall_seconds, double cpu_seconds, int64_t work, int kind) {
+  if (!active() || cpu_seconds < 0) return;
+  double done = cpu_seconds;
+  if (const auto it = least_.find({kind, work}); work >= 0 && it != least_.end()) done = std::min(done, it->second);
+  const double rest = factor(step) * done - wall_seconds;
+  if (rest > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest));
+}
+
 void SlowdownEmulator::delay(int64_t step, double wall_seconds, double cpu_seconds, int64_t work, int kind) {
   if (!active()) return;
   double compute = cpu_seconds >= 0 ? cpu_seconds : wall_seconds;

@@ -55,6 +55,11 @@ class SlowdownEmulator {
   // compute time seen for it is multiplied instead, bounded by what the same kind took on other amounts
   // (least_compute). No-op when nothing is emulated.
   void delay(int64_t step, double wall_seconds, double cpu_seconds = -1, int64_t work = -1, int kind = 0);
+  // Partway through that compute (its gradients handed on as they become final): sleeps until the part
+  // done so far has taken factor(step) x its CPU time (at most the whole computation's least, times the
+  // factor), so what the compute hands on is not ready before a device that slow would have it: MRA's
+  // buckets do not start before the slow backward has produced them.
+  void pace(int64_t step, double wall_seconds, double cpu_seconds, int64_t work = -1, int kind = 0);
 
  private:
   EmulateSection spec_;

@@ -122,3 +122,26 @@ BOOST_AUTO_TEST_CASE(named_work_is_paced_by_the_least_compute_seen_for_it) {
   BOOST_TEST(slept_ms(0.020, 8, 1) >= 19.9);  // another kind: its own
   BOOST_TEST(slept_ms(0.020, -1) >= 19.9);                                        // unnamed: its own time
 }
+
+BOOST_AUTO_TEST_CASE(pacing_holds_a_part_of_the_compute_until_a_slow_rank_would_have_done_it) {
+  // 2x slower. 10 ms of CPU done after 1 ms of wall time (a part of a step, its gradients about to be
+  // handed on): held until 20 ms. Work 7's least is 4 ms: a part of it is held no longer than 8 ms.
+  const Job job = job_of("", "slowdown = [2.0, 1.0, 1.0]");
+  SlowdownEmulator e(job, 0);
+  auto paced_ms = [&](double wall, double cpu, int64_t work) {
+    const auto t0 = std::chrono::steady_clock::now();
+    e.pace(0, wall, cpu, work);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  BOOST_TEST(paced_ms(0.001, 0.010, -1) >= 18.9);
+  e.delay(0, 0.004, 0.004, 7);  // work 7: 4 ms at least
+  const double capped = paced_ms(0.001, 0.010, 7);
+  BOOST_TEST(capped >= 6.9);
+  BOOST_TEST(std::min({capped, paced_ms(0.001, 0.010, 7), paced_ms(0.001, 0.010, 7)}) < 15.0);
+  BOOST_TEST(paced_ms(0.030, 0.010, -1) < 5.0);  // already as slow as that: no wait
+  SlowdownEmulator none(job, 1);                 // rank 1 is not slowed
+  const auto t0 = std::chrono::steady_clock::now();
+  none.pace(0, 0.001, 0.010);
+  const std::chrono::duration<double, std::milli> unpaced = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST(unpaced.count() < 5.0);
+}

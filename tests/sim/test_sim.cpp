@@ -6,7 +6,8 @@
 // flows leave it; I-DAT's balancer recovers a step that a slow window lengthened under
 // equal shares; CGP of pipelines within a tenth of its model, and with one group the pipeline step for
 // step; a seeded run is reproducible bit for bit, another seed differs; 2,000 workers of mixed
-// kinds simulate (the 10,000-worker timing is tests/bench's).
+// kinds simulate (the 10,000-worker timing is tests/bench's); CGP's groups balance inside as the
+// runtime's do.
 #define BOOST_TEST_MODULE sim
 #include <boost/test/unit_test.hpp>
 
@@ -188,6 +189,26 @@ BOOST_AUTO_TEST_CASE(idat_recovers_what_a_slow_window_costs_equal_shares) {
   const double e = simulated(equal, v, 200).median_step_s, i = simulated(idat, v, 200).median_step_s;
   BOOST_TEST(i < 0.8 * e);
   BOOST_TEST(simulated(equal, {}, 200).median_step_s < e);
+}
+
+// CGP's groups divide their batch with a Balancer of their own, as the runtime's groups do: under a
+// moving slow window one group of four with I-DAT inside keeps up with data parallelism with I-DAT (fast
+// links: the exchanges cost little), and beats the same group on equal shares.
+BOOST_AUTO_TEST_CASE(cgp_groups_balance_inside_as_the_runtime_does) {
+  sim::Variability v;
+  v.emulate.fluctuate_rank = 0, v.emulate.fluctuate_from = 0, v.emulate.fluctuate_to = 400;
+  v.emulate.fluctuate_factor = 3, v.emulate.fluctuate_move_every = 10;
+  auto rate = [&](const char* strategy, const char* balance) {
+    return simulated(inputs(lab_job({std::string("parallel.strategy=") + strategy, "parallel.cgp.groups=[0, 0, 0, 0]",
+                                     std::string("parallel.balance.mode=") + balance, "cluster.kind_speeds=[1.0, 1.0]",
+                                     "cluster.links.rack_gbps=100", "cluster.links.cross_gbps=100"})),
+                     v, 400)
+        .samples_per_s;
+  };
+  const double data = rate("data", "idat"), cgp = rate("cgp", "idat"), cgp_equal = rate("cgp", "equal");
+  BOOST_TEST_MESSAGE("data, I-DAT " << data << " samples/s; one CGP group, I-DAT " << cgp << ", equal " << cgp_equal);
+  BOOST_TEST(cgp == data, boost::test_tools::tolerance(0.10));
+  BOOST_TEST(cgp > 1.2 * cgp_equal);
 }
 
 BOOST_AUTO_TEST_CASE(a_seeded_run_is_reproducible) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <utility>
 
 #include "lib/core/trace.h"
@@ -107,7 +108,11 @@ class StageRunner::MiniBatch {
         next_input_(first_ ? M_ : 0), next_gradient_(last_ ? M_ : 0) {
     // The last micro-batch's backward makes each block's gradients final as it goes: the replicas start
     // summing them then (MRA's buckets), not after the whole backward.
-    final_gradients_.gradients_ready = [&r](int64_t offset) { r.sync_.gradients_ready(offset - r.stage_.param_begin()); };
+    // An emulated slow rank hands each part on no earlier than its slow backward would have made it.
+    final_gradients_.gradients_ready = [this, &r](int64_t offset) {
+      if (pacing_) pacing_();
+      r.sync_.gradients_ready(offset - r.stage_.param_begin());
+    };
   }
 
   MiniBatchTimes run(Updater update) {
@@ -182,6 +187,11 @@ class StageRunner::MiniBatch {
   void computed(int kind, int64_t rows, Fn&& fn) {
     const auto t0 = Clock::now();
     const ComputeTimer timer(r_.paced_by_cpu_);
+    if (!evaluating_) pacing_ = [&] { r_.emulator_.pace(step_, timer.wall_seconds(), timer.cpu_seconds(), rows, kind); };
+    struct Unpaced {
+      std::function<void()>& pacing;
+      ~Unpaced() { pacing = nullptr; }
+    } unpaced{pacing_};
     fn();
     r_.k_.synchronize();
     if (!evaluating_) r_.emulator_.delay(step_, timer.wall_seconds(), timer.cpu_seconds(), rows, kind);
@@ -300,6 +310,7 @@ class StageRunner::MiniBatch {
   int64_t gradient_in_micro_ = -1, gradient_sends_micro_ = -1;
   int next_input_, next_gradient_, backwards_done_ = 0;
   BlockHooks final_gradients_;
+  std::function<void()> pacing_;  // while an operation computes: SlowdownEmulator::pace for it
   const BlockHooks none_;
   bool accumulated_ = false;
   bool evaluating_ = false;

@@ -26,7 +26,10 @@ StepUpdate::StepUpdate(const Job& job, Communicator& comm, Model& model, std::un
   sync_ = host ? make_gradient_sync(options, comm, model.params(), model.grads(), model.hook_ranges())
                : make_queued_gradient_sync(options, *queue_, comm, model.params(), model.grads(),
                                            model.hook_ranges());
-  model.on_gradients_ready([this](int64_t offset) { sync_->gradients_ready(offset); });
+  model.on_gradients_ready([this](int64_t offset) {
+    if (pace_) pace_();
+    sync_->gradients_ready(offset);
+  });
   model.on_parameters_needed([this](int64_t end) { sync_->parameters_needed(end); });
 }
 
@@ -97,13 +100,18 @@ RankStep timed_step(StepUpdate& update, Optimizer& opt, double lr, Model& model,
   // meanwhile: the last micro-batch's, whose backward completes the gradients).
   update.begin(opt, lr);
   const ComputeTimer timer(paced_by_thread_cpu(model.kernels()));
+  const int64_t work = int64_t(indices.size());  // the same work for the same local batch
+  update.pace_gradients([&] { emulator.pace(emulated_step, timer.wall_seconds(), timer.cpu_seconds(), work); });
+  struct Unpaced {
+    StepUpdate& update;
+    ~Unpaced() { update.pace_gradients({}); }
+  } unpaced{update};
   RankStep r;
   r.stats = model.forward_backward(gather_batch(data, indices, buffer), grad_scale, update.micro_batch());
   model.kernels().synchronize();  // GPU work is asynchronous: time the backward, not its launch
   // Compute excludes the forward's waits for parameters still arriving (MRA's overlap_forward).
   const double forward_wait_s = update.forward_wait_ms() / 1000;
-  emulator.delay(emulated_step, timer.wall_seconds() - forward_wait_s, timer.cpu_seconds(),
-                 int64_t(indices.size()));  // the same work for the same local batch
+  emulator.delay(emulated_step, timer.wall_seconds() - forward_wait_s, timer.cpu_seconds(), work);
   const double compute_s = std::chrono::duration<double>(Clock::now() - step_start).count() - forward_wait_s;
   // Sum the gradients and update (the rest of it, under MRA).
   const SyncTimes sync = update.finish();

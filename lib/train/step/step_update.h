@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -41,6 +42,9 @@ class StepUpdate {
   // After forward/backward: on return the parameters are updated identically on every rank (under MRA's
   // overlap_forward some may still be arriving; the next forward waits for each layer's own).
   SyncTimes finish();
+  // Called before each part of the gradients is handed to the synchronisation (an emulated slow rank
+  // sleeps there until its backward would have made that part: SlowdownEmulator::pace); empty: none.
+  void pace_gradients(std::function<void()> pace) { pace_ = std::move(pace); }
   // Milliseconds this step's forward waited for parameters still arriving from the previous step.
   double forward_wait_ms() const { return sync_ ? sync_->forward_wait_ms() : 0; }
   // Returns once every parameter is final: before evaluating, checkpointing or ending.
@@ -58,6 +62,7 @@ class StepUpdate {
   Model& model_;
   std::unique_ptr<CollectiveQueue> queue_;
   std::unique_ptr<GradientSync> sync_;  // absent for a single GPU rank
+  std::function<void()> pace_;
   Optimizer* opt_ = nullptr;
   double lr_ = 0;
   int64_t step_ = 0;  // the optimizer step begun by begin()
