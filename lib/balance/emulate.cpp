@@ -104,7 +104,12 @@ double SlowdownEmulator::least_compute(int kind, int64_t work, double measured) 
 void SlowdownEmulator::pace(int64_t step, double wall_seconds, double cpu_seconds, int64_t work, int kind) {
   if (!active() || cpu_seconds < 0) return;
   double done = cpu_seconds;
-  if (const auto it = least_.find({kind, work}); work >= 0 && it != least_.end()) done = std::min(done, it->second);
+  // On the least's time line: the part done is the share of the whole that the last run of this work
+  // had done by now (a step whose CPU times run high is not charged them, as delay() does not).
+  const auto least = least_.find({kind, work});
+  const auto last = last_.find({kind, work});
+  if (work >= 0 && least != least_.end() && last != last_.end() && last->second > 0)
+    done = least->second * std::min(1.0, cpu_seconds / last->second);
   const double rest = factor(step) * done - wall_seconds;
   if (rest > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest));
 }
@@ -112,7 +117,10 @@ void SlowdownEmulator::pace(int64_t step, double wall_seconds, double cpu_second
 void SlowdownEmulator::delay(int64_t step, double wall_seconds, double cpu_seconds, int64_t work, int kind) {
   if (!active()) return;
   double compute = cpu_seconds >= 0 ? cpu_seconds : wall_seconds;
-  if (work >= 0) compute = least_compute(kind, work, compute);
+  if (work >= 0) {
+    last_[{kind, work}] = compute;
+    compute = least_compute(kind, work, compute);
+  }
   const double rest = factor(step) * compute - wall_seconds;
   if (rest > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest));
 }

@@ -56,9 +56,10 @@ class SlowdownEmulator {
   // (least_compute). No-op when nothing is emulated.
   void delay(int64_t step, double wall_seconds, double cpu_seconds = -1, int64_t work = -1, int kind = 0);
   // Partway through that compute (its gradients handed on as they become final): sleeps until the part
-  // done so far has taken factor(step) x its CPU time (at most the whole computation's least, times the
-  // factor), so what the compute hands on is not ready before a device that slow would have it: MRA's
-  // buckets do not start before the slow backward has produced them.
+  // done so far has taken factor(step) x its time, so what the compute hands on is not ready before a
+  // device that slow would have it (MRA's buckets do not start before the slow backward has made them).
+  // The part's time is on the least's time line: the least times the fraction of its CPU time the
+  // last run of the same work had spent by then (no history: the CPU time itself).
   void pace(int64_t step, double wall_seconds, double cpu_seconds, int64_t work = -1, int kind = 0);
 
  private:
@@ -75,6 +76,7 @@ class SlowdownEmulator {
   // charged its first, cold run's time, which the factor would multiply.
   double least_compute(int kind, int64_t work, double measured);
   std::map<std::pair<int, int64_t>, double> least_;  // (kind, work) -> the least compute seconds for it
+  std::map<std::pair<int, int64_t>, double> last_;   // (kind, work) -> its last run's compute seconds
 };
 
 // Emulated device memory ([cluster.emulate] memory_gb, or with as_described [cluster]'s memory) of

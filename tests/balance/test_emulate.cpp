@@ -125,7 +125,8 @@ BOOST_AUTO_TEST_CASE(named_work_is_paced_by_the_least_compute_seen_for_it) {
 
 BOOST_AUTO_TEST_CASE(pacing_holds_a_part_of_the_compute_until_a_slow_rank_would_have_done_it) {
   // 2x slower. 10 ms of CPU done after 1 ms of wall time (a part of a step, its gradients about to be
-  // handed on): held until 20 ms. Work 7's least is 4 ms: a part of it is held no longer than 8 ms.
+  // handed on): held until 20 ms. Work 7's least is 4 ms: a part of it is held no longer than 8 ms, and
+  // on the least's time line (the fraction of its last run's CPU time done by then, times the least).
   const Job job = job_of("", "slowdown = [2.0, 1.0, 1.0]");
   SlowdownEmulator e(job, 0);
   auto paced_ms = [&](double wall, double cpu, int64_t work) {
@@ -138,6 +139,11 @@ BOOST_AUTO_TEST_CASE(pacing_holds_a_part_of_the_compute_until_a_slow_rank_would_
   const double capped = paced_ms(0.001, 0.010, 7);
   BOOST_TEST(capped >= 6.9);
   BOOST_TEST(std::min({capped, paced_ms(0.001, 0.010, 7), paced_ms(0.001, 0.010, 7)}) < 15.0);
+  // Its last run took 8 ms of CPU (a cold one): 4 ms into the next is half of it, held until 2 x 2 ms.
+  e.delay(0, 0.008, 0.008, 7);
+  const double half = paced_ms(0.001, 0.004, 7);
+  BOOST_TEST(half >= 2.9);
+  BOOST_TEST(std::min({half, paced_ms(0.001, 0.004, 7), paced_ms(0.001, 0.004, 7)}) < 6.0);
   BOOST_TEST(paced_ms(0.030, 0.010, -1) < 5.0);  // already as slow as that: no wait
   SlowdownEmulator none(job, 1);                 // rank 1 is not slowed
   const auto t0 = std::chrono::steady_clock::now();
