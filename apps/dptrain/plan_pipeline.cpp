@@ -149,7 +149,7 @@ int plan_pipeline(const PlanCommand& cmd, const Job& job) {
   if (ours && cmd.workers == 0) {
     const estimate::ModelFacts facts = estimate::model_facts(job);
     estimate::Timing timing;
-    timing.basis = p.path.empty() ? r.profile_source : "layer profile " + p.path + " (" + p.ours.device + ")";
+    timing.basis = p.path.empty() ? r.profile_source : "layer profile " + p.path + " (" + p.ours.timed_on() + ")";
     timing.profile = p.ours;
     if (p.ours.model == facts.describe) predicted = one_model(job, facts, timing);
   }

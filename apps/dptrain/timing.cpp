@@ -39,7 +39,7 @@ estimate::Timing step_timing(const Job& job, const estimate::ModelFacts& facts, 
     if (t.profile->model != facts.describe)
       throw ProfileError(source.profile, "a profile of " + t.profile->model + ", not of " + facts.describe,
                          "profile this job's model: dptrain profile --layers JOB --out FILE");
-    t.basis = "layer profile " + source.profile + " (" + t.profile->device + ")";
+    t.basis = "layer profile " + source.profile + " (" + t.profile->timed_on() + ")";
   } else if (device && (device->peak_tflops > 0 || device->memory_gbps > 0)) {
     t.profile = estimate::roofline_profile(facts, *device, job.train.precision == Precision::bf16, micro);
     t.basis = device->name + "'s peak rates (a lower bound)";
@@ -60,7 +60,7 @@ estimate::Timing step_timing(const Job& job, const estimate::ModelFacts& facts, 
                        "give --device NAME (times from its peak rates), --profile FILE (profile --layers --device "
                        "NAME --out FILE) or --no-timing");
     t.profile = measure_block_profile(job, micro, 5, 2);
-    t.basis = "the blocks timed here (" + t.profile->device + ", " + std::to_string(micro) + " samples)";
+    t.basis = "the blocks timed here (" + t.profile->timed_on() + ", " + std::to_string(micro) + " samples)";
   }
   return t;
 }

@@ -38,6 +38,15 @@ EmulatedMemory emulated_memory(const Job& job, int rank) {
           job.cluster.memory_gb.empty() ? "[cluster] kind_memory_gb" : "[cluster] memory_gb"};
 }
 
+double fastest_emulated_factor(const Job& job) {
+  double least = 0;
+  for (int r = 0; r < std::max<int>(1, int(job.launch.ranks)); ++r) {
+    const double f = SlowdownEmulator(job, r).factor(0);
+    least = r == 0 ? f : std::min(least, f);
+  }
+  return least;
+}
+
 bool SlowdownEmulator::active() const {
   const bool persistent = size_t(rank_) < spec_.slowdown.size() && spec_.slowdown[size_t(rank_)] > 1.0;
   const bool window = spec_.fluctuate_rank >= 0 && spec_.fluctuate_factor > 1.0 &&

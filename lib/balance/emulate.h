@@ -10,7 +10,8 @@
 // least seen for that work: a rank that sleeps most of its time wakes to caches other ranks have used
 // and a core that idled, which inflates its next compute (1.05-1.5x measured on the quickstart MLP at
 // factor 6); a slower device has neither, and multiplying the inflation by the factor would emulate a
-// slower device than described.
+// slower device than described. The least is still a rested compute's, above a hot loop's; a layer
+// profile of an emulated job is timed resting the same way (fastest_emulated_factor, layer_profile.cpp).
 #pragma once
 
 #include <cstdint>
@@ -86,5 +87,9 @@ struct EmulatedMemory {
   std::string key;
 };
 EmulatedMemory emulated_memory(const Job& job, int rank);
+
+// The least factor any of the job's ranks computes at, at step 0 (1 when nothing is emulated): the
+// emulated fastest device, whose rests between computations a layer profile of the job imitates.
+double fastest_emulated_factor(const Job& job);
 
 }  // namespace dp

@@ -3,12 +3,16 @@
 // synchronised around it; on the CPU with one compute thread, that thread's CPU time), at the
 // micro-batch asked for and at an eighth of it, whose line gives each time's fixed part; the job's
 // optimizer updating each block's parameters; and a whole step of the model held whole beside its blocks.
+// A job that emulates slow devices ([cluster.emulate]) is timed as its ranks compute: each computation
+// followed by the rest the emulator takes after it (rest_as_emulated).
 #include "lib/measure/layer_profile.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "kernels/cpu/ops.h"
 #include "lib/core/backend.h"
@@ -35,6 +39,16 @@ double fixed_part(double t_n, double t_few, int64_t n, int64_t few) {
   return std::clamp(t_few - per_sample * double(few), 0.0, t_n);
 }
 
+// After a computation of `ms` timed as an emulated rank of `factor` runs it: the rest the slowdown
+// emulator takes after it, (factor - 1) x its time. A rank that rests most of its time computes from
+// caches other processes have used and a core that idled, and the emulator's least compute time keeps
+// that (the quickstart MLP's blocks at 256 samples took 2.89-2.97 ms resting at factor 12 against
+// 2.58-2.63 ms back to back, one process or four at once; its emulated ranks' compute 2.99 ms): timed
+// so, the profile describes the devices the run emulates. No rest at factor 1.
+void rest_as_emulated(double factor, double ms) {
+  if (factor > 1) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>((factor - 1) * ms));
+}
+
 struct BlockTimes {
   std::vector<double> forward_ms, backward_ms;  // per block, the median of `steps`
   std::vector<double> update_ms;                // per block (when asked for), the median of `steps`
@@ -58,7 +72,7 @@ std::pair<int64_t, int64_t> window_of(const BlockShape& s) {
 // output as the gradient from above (the head its loss's). With `updates`, also the job's optimizer
 // updating the block's parameters (its own state; lr 0, the parameters stay).
 BlockTimes time_blocks(const Job& job, Model& model, const Dataset& data, int64_t n, int steps, int warmup,
-                       bool updates) {
+                       bool updates, double resting) {
   const Kernels& k = model.kernels();
   const SampleShape shape = data.shape();
   const bool text = shape.is_text();
@@ -77,12 +91,14 @@ BlockTimes time_blocks(const Job& job, Model& model, const Dataset& data, int64_
   // their blocks at once on shared cores do not count the waits for a core (they made one rank of four
   // on two cores look twice as fast as another of the same speed); else the wall time.
   const bool thread_cpu = paced_by_thread_cpu(k);
-  auto timed = [&k, thread_cpu](auto&& work) {
+  auto timed = [&k, thread_cpu, resting](auto&& work) {
     k.synchronize();
     const ComputeTimer timer(thread_cpu);
     work();
     k.synchronize();
-    return 1e3 * (thread_cpu ? timer.cpu_seconds() : timer.wall_seconds());
+    const double ms = 1e3 * (thread_cpu ? timer.cpu_seconds() : timer.wall_seconds());
+    rest_as_emulated(resting, ms);
+    return ms;
   };
   const BlockHooks none;
   BlockTimes t;
@@ -131,8 +147,10 @@ BlockTimes time_blocks(const Job& job, Model& model, const Dataset& data, int64_
 // A replica's whole step at n samples as a data-parallel rank's step times its compute (the batch
 // gathered, forward and backward through the model it holds), each after the optimizer's update of the
 // whole model as in training (untimed: it leaves the caches holding optimizer state, not the weights the
-// next forward reads): the median of `steps`, in ms.
-double whole_step_ms(const Job& job, Model& model, const Dataset& data, int64_t n, int steps, int warmup) {
+// next forward reads), resting after it as an emulated rank of factor `resting` would: the median of
+// `steps`, in ms.
+double whole_step_ms(const Job& job, Model& model, const Dataset& data, int64_t n, int steps, int warmup,
+                     double resting) {
   std::vector<uint32_t> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), 0u);
   BatchBuffer buffer;
@@ -146,7 +164,9 @@ double whole_step_ms(const Job& job, Model& model, const Dataset& data, int64_t 
     const ComputeTimer timer(thread_cpu);
     model.forward_backward(gather_batch(data, idx, buffer), 1.0f, 0);
     model.kernels().synchronize();
-    if (it >= warmup) times.push_back(1e3 * (thread_cpu ? timer.cpu_seconds() : timer.wall_seconds()));
+    const double ms = 1e3 * (thread_cpu ? timer.cpu_seconds() : timer.wall_seconds());
+    rest_as_emulated(resting, ms);
+    if (it >= warmup) times.push_back(ms);
   }
   return median(times);
 }
@@ -169,8 +189,10 @@ void time_step_extra(const Job& job, const Model& blocks_model, const Dataset& d
     }
     return t;
   };
-  const double at_n = std::max(0.0, whole_step_ms(job, *model, data, n, steps, warmup) - blocks_ms(n));
-  const double at_few = few < n ? std::max(0.0, whole_step_ms(job, *model, data, few, steps, warmup) - blocks_ms(few)) : at_n;
+  const double r = p.timed_resting;
+  const double at_n = std::max(0.0, whole_step_ms(job, *model, data, n, steps, warmup, r) - blocks_ms(n));
+  const double at_few =
+      few < n ? std::max(0.0, whole_step_ms(job, *model, data, few, steps, warmup, r) - blocks_ms(few)) : at_n;
   p.step_extra_ms = at_n;
   p.step_extra_fixed_ms = fixed_part(at_n, at_few, n, few);
 }
@@ -202,9 +224,10 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
   const int64_t n = std::min<int64_t>(micro_batch, data.count);
   // Each block's time at n samples, and at a few: what a micro-batch pays whatever its size is the
   // line through the two, at 0 samples.
-  const BlockTimes full = time_blocks(job, model, data, n, steps, warmup, /*updates=*/true);
+  const double resting = fastest_emulated_factor(job);
+  const BlockTimes full = time_blocks(job, model, data, n, steps, warmup, /*updates=*/true, resting);
   const int64_t few = std::max<int64_t>(1, n / 8);
-  const BlockTimes small = few < n ? time_blocks(job, model, data, few, steps, warmup, false) : full;
+  const BlockTimes small = few < n ? time_blocks(job, model, data, few, steps, warmup, false, resting) : full;
   const std::vector<double>& updates = full.update_ms;
   const bool cuda = !model.kernels().host_memory;
   std::vector<BlockShape> shapes;
@@ -212,6 +235,7 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
   pipeline::BlockProfile p = block_sizes(shapes, 4.0 * double(text ? shape.context : shape.features), n);
   p.model = model.describe();
   p.device = cuda ? "cuda" : "cpu";
+  p.timed_resting = resting;
   for (int i = 0; i < count; ++i) {
     pipeline::BlockRow& row = p.blocks[size_t(i)];
     row.forward_ms = full.forward_ms[size_t(i)];

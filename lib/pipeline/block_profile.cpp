@@ -37,6 +37,11 @@ double number(const toml::table& t, const char* key, const std::string& path, co
 
 }  // namespace
 
+std::string BlockProfile::timed_on() const {
+  return timed_resting > 1 ? fmt::format("{}, timed resting as ranks emulated at {:.3g}x", device, timed_resting)
+                           : device;
+}
+
 void write_block_profile(const std::string& path, const BlockProfile& p) {
   std::ostringstream out;
   out << "# dptrain layer profile (man dptrain(1), LAYER PROFILES): times per micro-batch of micro_batch\n"
@@ -45,6 +50,9 @@ void write_block_profile(const std::string& path, const BlockProfile& p) {
                      json_quoted(p.device), p.micro_batch, p.input_bytes);
   if (p.step_extra_ms > 0)
     out << fmt::format("step_extra_ms = {:.6g}\nstep_extra_fixed_ms = {:.6g}\n", p.step_extra_ms, p.step_extra_fixed_ms);
+  if (p.timed_resting > 1)
+    out << fmt::format("# timed as emulated ranks compute: each computation followed by a rest of factor - 1 times it\n"
+                       "timed_resting = {:.6g}\n", p.timed_resting);
   for (const BlockRow& b : p.blocks)
     out << fmt::format("\n[[block]]\nname = {}\nforward_ms = {:.6g}\nbackward_ms = {:.6g}\nforward_fixed_ms = {:.6g}\n"
                        "backward_fixed_ms = {:.6g}\nupdate_ms = {:.6g}\noutput_bytes = {}\nsaved_bytes = {}\nwork_bytes = {}\n"
@@ -95,6 +103,13 @@ BlockProfile read_block_profile(const std::string& path) {
                          fmt::format("[profile]: step_extra_fixed_ms = {} is more than step_extra_ms, {}",
                                      p.step_extra_fixed_ms, p.step_extra_ms),
                          "the fixed part of the step's extra time is at most that time");
+  }
+  if (head->contains("timed_resting")) {
+    p.timed_resting = number(*head, "timed_resting", path, "[profile]");
+    if (p.timed_resting < 1)
+      throw ProfileError(where(path, head->get("timed_resting")->source()),
+                         fmt::format("[profile]: timed_resting = {} is below 1", p.timed_resting),
+                         "the emulated factor the blocks were timed resting at (1: back to back)");
   }
   const toml::array* blocks = doc["block"].as_array();
   if (!blocks || blocks->empty()) throw ProfileError(path, "no [[block]] tables", "profile a model with profile --layers");

@@ -61,7 +61,14 @@ struct BlockProfile {
   // pays (the batch gathered and staged, the gradients zeroed, the loss: what a data-parallel or CGP rank
   // computes beyond the blocks, measured as a whole step's time less the blocks'; 0: not measured).
   double step_extra_ms = 0, step_extra_fixed_ms = 0;
+  // The factor of the emulated ranks whose rests the timings were taken between ([cluster.emulate]:
+  // each computation followed by a sleep of factor - 1 times its time, as the emulator sleeps): 1, timed
+  // back to back.
+  double timed_resting = 1;
   std::vector<BlockRow> blocks;
+  // The device the times are for, as a prediction names its basis: "cpu", or "cpu, timed resting as
+  // ranks emulated at 12x".
+  std::string timed_on() const;
 };
 void write_block_profile(const std::string& path, const BlockProfile& p);
 // Throws ProfileError "FILE:LINE:COL" for bad TOML, a missing, negative, non-numeric or non-finite field,

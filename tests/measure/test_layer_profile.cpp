@@ -171,5 +171,22 @@ BOOST_AUTO_TEST_CASE(profiles_round_trip_and_become_a_workload) {
              boost::test_tools::tolerance(1e-9));
   BOOST_TEST(w.blocks[0].backward_fixed_s == q.blocks[0].backward_fixed_ms * 1e-3, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(w.input_bytes == 4.0 * 784);
+  BOOST_TEST(q.timed_resting == 1.0);  // nothing emulated: timed back to back
+  fs::remove(path);
+}
+
+// A job that emulates slow devices is timed as its fastest emulated rank computes (each computation
+// followed by the emulator's rest), and the profile says so: described speeds [1, 0.5] at slowdown 3
+// make the fastest rank's factor 3; read back from the file it wrote.
+BOOST_AUTO_TEST_CASE(an_emulated_jobs_blocks_are_timed_resting_as_its_fastest_rank) {
+  const Job job = example("quickstart", {"model.hidden=[32,16]", "launch.ranks=2", "cluster.speeds=[1,0.5]",
+                                         "cluster.emulate.as_described=true", "cluster.emulate.slowdown=[3,3]"});
+  const pipeline::BlockProfile p = measure_block_profile(job, 4, 2, 1);
+  BOOST_TEST(p.timed_resting == 3.0);
+  BOOST_TEST(p.timed_on() == "cpu, timed resting as ranks emulated at 3x");
+  for (const pipeline::BlockRow& b : p.blocks) BOOST_TEST(b.forward_ms > 0);
+  const fs::path path = fs::temp_directory_path() / "dptrain-test-layers-resting.toml";
+  pipeline::write_block_profile(path.string(), p);
+  BOOST_TEST(pipeline::read_block_profile(path.string()).timed_resting == 3.0);
   fs::remove(path);
 }
