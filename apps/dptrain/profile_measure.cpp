@@ -135,7 +135,9 @@ int profile_layers(const ProfileCommand& cmd) {
     if (p.step_extra_ms > 0)
       std::printf(R"({"measure": "layers", "step_extra_ms": %.6g, "step_extra_fixed_ms": %.6g})" "\n",
                   p.step_extra_ms, p.step_extra_fixed_ms);
-    if (p.timed_resting > 1) std::printf(R"({"measure": "layers", "timed_resting": %.6g})" "\n", p.timed_resting);
+    if (p.timed_resting > 1)
+      std::printf(R"({"measure": "layers", "timed_resting": %.6g, "rest_scale": %.6g})" "\n", p.timed_resting,
+                  p.rest_scale);
   } else {
     if (rated)
       std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, from the device's peak rates (a roofline:\n"
@@ -148,8 +150,9 @@ int profile_layers(const ProfileCommand& cmd) {
                   "# optimizer's on the block's parameters\n",
                   p.model.c_str(), p.device.c_str(), (long long)p.micro_batch, cmd.compute_steps);
     if (p.timed_resting > 1)
-      std::printf("# timed as the job's emulated ranks compute: each computation followed by a rest of %.3g - 1\n"
-                  "# times it ([cluster.emulate]: the fastest rank's factor)\n", p.timed_resting);
+      std::printf("# every time x%.3g: a whole step resting as the job's ranks emulated at %.3gx rest after each,\n"
+                  "# against back to back ([cluster.emulate]: the fastest rank's factor)\n", p.rest_scale,
+                  p.timed_resting);
     std::printf("#%5s %-18s %10s %10s %10s %10s %10s %14s %14s %12s %12s\n", "block", "name",
                 "fwd ms", "bwd ms", "fwd fixed", "bwd fixed", "update ms", "out B/sample", "saved B/sample",
                 "work B/smp", "param B");

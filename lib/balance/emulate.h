@@ -11,7 +11,8 @@
 // and a core that idled, which inflates its next compute (1.05-1.5x measured on the quickstart MLP at
 // factor 6); a slower device has neither, and multiplying the inflation by the factor would emulate a
 // slower device than described. The least is still a rested compute's, above a hot loop's; a layer
-// profile of an emulated job is timed resting the same way (fastest_emulated_factor, layer_profile.cpp).
+// profile of an emulated job is scaled to a whole step timed resting the same way
+// (fastest_emulated_factor, layer_profile.cpp).
 #pragma once
 
 #include <cstdint>

@@ -3,8 +3,9 @@
 // synchronised around it; on the CPU with one compute thread, that thread's CPU time), at the
 // micro-batch asked for and at an eighth of it, whose line gives each time's fixed part; the job's
 // optimizer updating each block's parameters; and a whole step of the model held whole beside its blocks.
-// A job that emulates slow devices ([cluster.emulate]) is timed as its ranks compute: each computation
-// followed by the rest the emulator takes after it (rest_as_emulated).
+// A job that emulates slow devices ([cluster.emulate]) gets every time scaled to its ranks' steps: the
+// whole step timed resting as its fastest emulated rank rests after each (rest_as_emulated), against
+// back to back.
 #include "lib/measure/layer_profile.h"
 
 #include <fmt/format.h>
@@ -43,8 +44,8 @@ double fixed_part(double t_n, double t_few, int64_t n, int64_t few) {
 // emulator takes after it, (factor - 1) x its time. A rank that rests most of its time computes from
 // caches other processes have used and a core that idled, and the emulator's least compute time keeps
 // that (the quickstart MLP's blocks at 256 samples took 2.89-2.97 ms resting at factor 12 against
-// 2.58-2.63 ms back to back, one process or four at once; its emulated ranks' compute 2.99 ms): timed
-// so, the profile describes the devices the run emulates. No rest at factor 1.
+// 2.58-2.63 ms back to back, one process or four at once; its emulated ranks' compute 2.99 ms). No rest
+// at factor 1.
 void rest_as_emulated(double factor, double ms) {
   if (factor > 1) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>((factor - 1) * ms));
 }
@@ -72,7 +73,7 @@ std::pair<int64_t, int64_t> window_of(const BlockShape& s) {
 // output as the gradient from above (the head its loss's). With `updates`, also the job's optimizer
 // updating the block's parameters (its own state; lr 0, the parameters stay).
 BlockTimes time_blocks(const Job& job, Model& model, const Dataset& data, int64_t n, int steps, int warmup,
-                       bool updates, double resting) {
+                       bool updates) {
   const Kernels& k = model.kernels();
   const SampleShape shape = data.shape();
   const bool text = shape.is_text();
@@ -91,14 +92,12 @@ BlockTimes time_blocks(const Job& job, Model& model, const Dataset& data, int64_
   // their blocks at once on shared cores do not count the waits for a core (they made one rank of four
   // on two cores look twice as fast as another of the same speed); else the wall time.
   const bool thread_cpu = paced_by_thread_cpu(k);
-  auto timed = [&k, thread_cpu, resting](auto&& work) {
+  auto timed = [&k, thread_cpu](auto&& work) {
     k.synchronize();
     const ComputeTimer timer(thread_cpu);
     work();
     k.synchronize();
-    const double ms = 1e3 * (thread_cpu ? timer.cpu_seconds() : timer.wall_seconds());
-    rest_as_emulated(resting, ms);
-    return ms;
+    return 1e3 * (thread_cpu ? timer.cpu_seconds() : timer.wall_seconds());
   };
   const BlockHooks none;
   BlockTimes t;
@@ -173,7 +172,12 @@ double whole_step_ms(const Job& job, Model& model, const Dataset& data, int64_t 
 
 // What a whole step takes beyond its blocks (step_extra_ms and its fixed part: profile.h), on a model
 // that holds its parameters, built here when its parameters and gradients take at most 1 GiB (else
-// left at 0: a model that large spends its step in the blocks).
+// left at 0: a model that large spends its step in the blocks). For a job that emulates slow devices,
+// the whole step again resting after each as its fastest rank would (the emulator rests once per
+// computation: a data rank's step, a stage's operation), and every time scaled by the ratio of the
+// two at its size (the fixed parts from the scaled line): timing each block resting instead charged a
+// pipeline's multi-block stages a rest per block (measured 15-25% slow) and the GPT's blocks more
+// than its runs pay.
 void time_step_extra(const Job& job, const Model& blocks_model, const Dataset& data, const Kernels& k, int steps,
                      int warmup, pipeline::BlockProfile& p) {
   double params = 0;
@@ -189,12 +193,29 @@ void time_step_extra(const Job& job, const Model& blocks_model, const Dataset& d
     }
     return t;
   };
-  const double r = p.timed_resting;
-  const double at_n = std::max(0.0, whole_step_ms(job, *model, data, n, steps, warmup, r) - blocks_ms(n));
-  const double at_few =
-      few < n ? std::max(0.0, whole_step_ms(job, *model, data, few, steps, warmup, r) - blocks_ms(few)) : at_n;
+  const double hot_n = whole_step_ms(job, *model, data, n, steps, warmup, 1);
+  const double hot_few = few < n ? whole_step_ms(job, *model, data, few, steps, warmup, 1) : hot_n;
+  const double at_n = std::max(0.0, hot_n - blocks_ms(n));
+  const double at_few = few < n ? std::max(0.0, hot_few - blocks_ms(few)) : at_n;
   p.step_extra_ms = at_n;
   p.step_extra_fixed_ms = fixed_part(at_n, at_few, n, few);
+  const double factor = fastest_emulated_factor(job);
+  if (factor <= 1 || !(hot_n > 0) || !(hot_few > 0)) return;
+  const double ratio_n = std::max(1.0, whole_step_ms(job, *model, data, n, steps, warmup, factor) / hot_n);
+  const double ratio_few =
+      few < n ? std::max(1.0, whole_step_ms(job, *model, data, few, steps, warmup, factor) / hot_few) : ratio_n;
+  auto scale = [&](double& all, double& fixed) {
+    const double at_few_samples = fixed + double(few) / double(n) * (all - fixed);
+    all *= ratio_n;
+    fixed = few < n ? fixed_part(all, ratio_few * at_few_samples, n, few) : fixed * ratio_n;
+  };
+  for (pipeline::BlockRow& b : p.blocks) {
+    scale(b.forward_ms, b.forward_fixed_ms);
+    scale(b.backward_ms, b.backward_fixed_ms);
+  }
+  scale(p.step_extra_ms, p.step_extra_fixed_ms);
+  p.timed_resting = factor;
+  p.rest_scale = ratio_n;
 }
 
 }  // namespace
@@ -224,10 +245,9 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
   const int64_t n = std::min<int64_t>(micro_batch, data.count);
   // Each block's time at n samples, and at a few: what a micro-batch pays whatever its size is the
   // line through the two, at 0 samples.
-  const double resting = fastest_emulated_factor(job);
-  const BlockTimes full = time_blocks(job, model, data, n, steps, warmup, /*updates=*/true, resting);
+  const BlockTimes full = time_blocks(job, model, data, n, steps, warmup, /*updates=*/true);
   const int64_t few = std::max<int64_t>(1, n / 8);
-  const BlockTimes small = few < n ? time_blocks(job, model, data, few, steps, warmup, false, resting) : full;
+  const BlockTimes small = few < n ? time_blocks(job, model, data, few, steps, warmup, false) : full;
   const std::vector<double>& updates = full.update_ms;
   const bool cuda = !model.kernels().host_memory;
   std::vector<BlockShape> shapes;
@@ -235,7 +255,6 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
   pipeline::BlockProfile p = block_sizes(shapes, 4.0 * double(text ? shape.context : shape.features), n);
   p.model = model.describe();
   p.device = cuda ? "cuda" : "cpu";
-  p.timed_resting = resting;
   for (int i = 0; i < count; ++i) {
     pipeline::BlockRow& row = p.blocks[size_t(i)];
     row.forward_ms = full.forward_ms[size_t(i)];

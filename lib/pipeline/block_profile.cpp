@@ -38,8 +38,9 @@ double number(const toml::table& t, const char* key, const std::string& path, co
 }  // namespace
 
 std::string BlockProfile::timed_on() const {
-  return timed_resting > 1 ? fmt::format("{}, timed resting as ranks emulated at {:.3g}x", device, timed_resting)
-                           : device;
+  return timed_resting > 1
+             ? fmt::format("{}, x{:.3g} for ranks emulated at {:.3g}x", device, rest_scale, timed_resting)
+             : device;
 }
 
 void write_block_profile(const std::string& path, const BlockProfile& p) {
@@ -51,8 +52,9 @@ void write_block_profile(const std::string& path, const BlockProfile& p) {
   if (p.step_extra_ms > 0)
     out << fmt::format("step_extra_ms = {:.6g}\nstep_extra_fixed_ms = {:.6g}\n", p.step_extra_ms, p.step_extra_fixed_ms);
   if (p.timed_resting > 1)
-    out << fmt::format("# timed as emulated ranks compute: each computation followed by a rest of factor - 1 times it\n"
-                       "timed_resting = {:.6g}\n", p.timed_resting);
+    out << fmt::format("# scaled to ranks emulated at timed_resting: a whole step resting factor - 1 times it after each,\n"
+                       "# against back to back, rest_scale times as long\ntimed_resting = {:.6g}\nrest_scale = {:.6g}\n",
+                       p.timed_resting, p.rest_scale);
   for (const BlockRow& b : p.blocks)
     out << fmt::format("\n[[block]]\nname = {}\nforward_ms = {:.6g}\nbackward_ms = {:.6g}\nforward_fixed_ms = {:.6g}\n"
                        "backward_fixed_ms = {:.6g}\nupdate_ms = {:.6g}\noutput_bytes = {}\nsaved_bytes = {}\nwork_bytes = {}\n"
@@ -104,12 +106,14 @@ BlockProfile read_block_profile(const std::string& path) {
                                      p.step_extra_fixed_ms, p.step_extra_ms),
                          "the fixed part of the step's extra time is at most that time");
   }
-  if (head->contains("timed_resting")) {
-    p.timed_resting = number(*head, "timed_resting", path, "[profile]");
-    if (p.timed_resting < 1)
-      throw ProfileError(where(path, head->get("timed_resting")->source()),
-                         fmt::format("[profile]: timed_resting = {} is below 1", p.timed_resting),
-                         "the emulated factor the blocks were timed resting at (1: back to back)");
+  for (auto [key, field, hint] :
+       {std::tuple{"timed_resting", &p.timed_resting, "the emulated factor the times were scaled to (1: none)"},
+        std::tuple{"rest_scale", &p.rest_scale, "the ratio that scaled the times (1: none)"}}) {
+    if (!head->contains(key)) continue;
+    *field = number(*head, key, path, "[profile]");
+    if (*field < 1)
+      throw ProfileError(where(path, head->get(key)->source()), fmt::format("[profile]: {} = {} is below 1", key, *field),
+                         hint);
   }
   const toml::array* blocks = doc["block"].as_array();
   if (!blocks || blocks->empty()) throw ProfileError(path, "no [[block]] tables", "profile a model with profile --layers");

@@ -61,13 +61,14 @@ struct BlockProfile {
   // pays (the batch gathered and staged, the gradients zeroed, the loss: what a data-parallel or CGP rank
   // computes beyond the blocks, measured as a whole step's time less the blocks'; 0: not measured).
   double step_extra_ms = 0, step_extra_fixed_ms = 0;
-  // The factor of the emulated ranks whose rests the timings were taken between ([cluster.emulate]:
-  // each computation followed by a sleep of factor - 1 times its time, as the emulator sleeps): 1, timed
-  // back to back.
-  double timed_resting = 1;
+  // For a job that emulates slow devices ([cluster.emulate]): the factor of the emulated ranks the times
+  // were scaled to (a whole step timed with a sleep of factor - 1 times it after each, as the emulator
+  // rests) and the ratio of that step to one timed back to back at micro_batch samples, which scaled
+  // them (1 and 1: the times as timed back to back).
+  double timed_resting = 1, rest_scale = 1;
   std::vector<BlockRow> blocks;
-  // The device the times are for, as a prediction names its basis: "cpu", or "cpu, timed resting as
-  // ranks emulated at 12x".
+  // The device the times are for, as a prediction names its basis: "cpu", or "cpu, x1.1 for ranks
+  // emulated at 12x".
   std::string timed_on() const;
 };
 void write_block_profile(const std::string& path, const BlockProfile& p);

@@ -9,6 +9,8 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "lib/core/memory_meter.h"
 #include "lib/data/dataset.h"
 #include "lib/job/job.h"
@@ -175,18 +177,27 @@ BOOST_AUTO_TEST_CASE(profiles_round_trip_and_become_a_workload) {
   fs::remove(path);
 }
 
-// A job that emulates slow devices is timed as its fastest emulated rank computes (each computation
-// followed by the emulator's rest), and the profile says so: described speeds [1, 0.5] at slowdown 3
-// make the fastest rank's factor 3; read back from the file it wrote.
-BOOST_AUTO_TEST_CASE(an_emulated_jobs_blocks_are_timed_resting_as_its_fastest_rank) {
+// A job that emulates slow devices gets its times scaled to its fastest emulated rank's steps (a whole
+// step timed resting after each as that rank does, against back to back), and the profile says so:
+// described speeds [1, 0.5] at slowdown 3 make the fastest rank's factor 3; the ratio is at least 1 and
+// every fixed part stays within its time; read back from the file it wrote.
+BOOST_AUTO_TEST_CASE(an_emulated_jobs_times_are_scaled_to_its_fastest_ranks_rested_steps) {
   const Job job = example("quickstart", {"model.hidden=[32,16]", "launch.ranks=2", "cluster.speeds=[1,0.5]",
                                          "cluster.emulate.as_described=true", "cluster.emulate.slowdown=[3,3]"});
   const pipeline::BlockProfile p = measure_block_profile(job, 4, 2, 1);
   BOOST_TEST(p.timed_resting == 3.0);
-  BOOST_TEST(p.timed_on() == "cpu, timed resting as ranks emulated at 3x");
-  for (const pipeline::BlockRow& b : p.blocks) BOOST_TEST(b.forward_ms > 0);
+  BOOST_TEST(p.rest_scale >= 1.0);
+  BOOST_TEST(p.timed_on() == fmt::format("cpu, x{:.3g} for ranks emulated at 3x", p.rest_scale));
+  for (const pipeline::BlockRow& b : p.blocks) {
+    BOOST_TEST(b.forward_ms > 0);
+    BOOST_TEST(b.forward_fixed_ms >= 0);
+    BOOST_TEST(b.forward_fixed_ms <= b.forward_ms);
+    BOOST_TEST(b.backward_fixed_ms <= b.backward_ms);
+  }
   const fs::path path = fs::temp_directory_path() / "dptrain-test-layers-resting.toml";
   pipeline::write_block_profile(path.string(), p);
-  BOOST_TEST(pipeline::read_block_profile(path.string()).timed_resting == 3.0);
+  const pipeline::BlockProfile q = pipeline::read_block_profile(path.string());
+  BOOST_TEST(q.timed_resting == 3.0);
+  BOOST_TEST(q.rest_scale == p.rest_scale, boost::test_tools::tolerance(1e-5));
   fs::remove(path);
 }

@@ -63,7 +63,10 @@ BOOST_AUTO_TEST_CASE(bad_profiles_name_the_line_and_field) {
   BOOST_TEST(error_of(kGood + "shares_weights_with = 3\n").find("14:23: block a: shares_weights_with = 3 is not") == 0);
   BOOST_TEST(error_of(replaced("input_bytes = 16", "input_bytes = 16\ntimed_resting = 0.5")) ==
              "5:17: [profile]: timed_resting = 0.5 is below 1");
-  BOOST_TEST(error_of(replaced("input_bytes = 16", "input_bytes = 16\ntimed_resting = 4")) == "no error");
+  BOOST_TEST(error_of(replaced("input_bytes = 16", "input_bytes = 16\ntimed_resting = 4\nrest_scale = 1.2")) ==
+             "no error");
+  BOOST_TEST(error_of(replaced("input_bytes = 16", "input_bytes = 16\nrest_scale = 0.9")) ==
+             "5:14: [profile]: rest_scale = 0.9 is below 1");
 }
 
 BOOST_AUTO_TEST_CASE(a_steps_extra_time_is_read_checked_and_written) {
