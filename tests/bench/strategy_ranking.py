@@ -33,6 +33,7 @@ time against the measured one (issue 29, target 3: within 15% on every case).
 
 Usage: strategy_ranking.py DPTRAIN [--cases lab,slow-link,...] [--reps 3] [--steps 60]   (root for "real")
        strategy_ranking.py DPTRAIN --rescore LOG [LOG...]   (predict again, score against logged runs)
+       either with --noise SIGMA: the simulator's per-operation noise (plan --compare --noise)
 """
 import argparse
 import json
@@ -161,9 +162,9 @@ def measure_links(dptrain, name, base, work, launch_in):
     return base + sets(f"cluster.file={links}")
 
 
-def predict(dptrain, name, base, profile, env):
+def predict(dptrain, name, base, profile, env, noise=None):
     """One prediction from a layer profile written now: (rows of `plan --compare --json`, the simulator's
-    samples/s per candidate at the job's own ranks, from `--compare --workers`)."""
+    samples/s per candidate at the job's own ranks, from `--compare --workers`, at `noise` if given)."""
     p = run([dptrain, "profile", "--layers", *base, "--out", profile], env=env)
     if p.returncode:
         sys.exit(f"{name}: profile --layers failed: {p.stderr.strip()}")
@@ -172,7 +173,8 @@ def predict(dptrain, name, base, profile, env):
         sys.exit(f"{name}: plan --compare failed: {c.stderr.strip()}")
     rows = json.loads(c.stdout)["rows"]
     ranks = next(int(x.split("=")[1]) for x in reversed(base) if x.startswith("launch.ranks="))
-    s = run([dptrain, "plan", *base, "--profile", profile, "--compare", "--workers", str(ranks), "--json"], env=env)
+    s = run([dptrain, "plan", *base, "--profile", profile, "--compare", "--workers", str(ranks), "--json"]
+          + (["--noise", str(noise)] if noise is not None else []), env=env)
     simulated = {}
     if s.returncode in (0, 1):
         simulated = {q["strategy"]: q["simulated_samples_per_s"] for q in json.loads(s.stdout)["points"]
@@ -316,6 +318,8 @@ def main():
                     help="run nothing: predict (and simulate) again with DPTRAIN, from --reps profiles "
                          "written now, and score against the measurements these earlier logs of this "
                          "script hold (a model's change does not change what runs measure)")
+    ap.add_argument("--noise", type=float, default=None, metavar="SIGMA",
+                    help="the simulator's per-operation noise (plan --compare --noise; default: plan's)")
     a = ap.parse_args()
     os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")  # the cluster's launcher too
     env = dict(os.environ)
@@ -343,7 +347,7 @@ def main():
 
             def profile_for(rep):
                 profiles.append(f"{work}/{name}.profile.{rep}.toml")
-                predictions.append(predict(a.dptrain, name, base, profiles[-1], env))
+                predictions.append(predict(a.dptrain, name, base, profiles[-1], env, a.noise))
                 return profiles[-1]
 
             profile_for(0)
