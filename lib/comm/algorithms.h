@@ -27,9 +27,11 @@ void native_allgather(Communicator& comm, std::span<T> data);
 
 template <class T>
 void ring_allreduce(Communicator& comm, std::span<const T> in, std::span<T> out, size_t segment_bytes);
+// through (empty, or in's size, may be in or overlap shard): where the partial sums on their way may be
+// written; its chunks other than this rank's own and its left neighbour's are left undefined.
 template <class T>
 void ring_reduce_scatter(Communicator& comm, std::span<const T> in, std::span<T> shard, size_t segment_bytes,
-                         const ShardPiece& on_piece);
+                         const ShardPiece& on_piece, std::span<T> through = {});
 template <class T>
 void ring_allgather(Communicator& comm, std::span<T> data, size_t segment_bytes);
 

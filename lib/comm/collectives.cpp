@@ -39,7 +39,7 @@ void allreduce_impl(Communicator& comm, std::span<const T> in, std::span<T> out,
 
 template <class T>
 void reduce_scatter_impl(Communicator& comm, std::span<const T> in, std::span<T> shard,
-                         const CollectiveOptions& o) {
+                         const CollectiveOptions& o, std::span<T> through = {}) {
   const ShardRange mine = shard_range(in.size(), comm.size(), comm.rank());
   DP_CHECK(shard.size() == mine.count, "reduce_scatter: the shard does not have this rank's shard size");
   DP_CHECK(shard.data() == in.data() + mine.offset ||
@@ -48,7 +48,7 @@ void reduce_scatter_impl(Communicator& comm, std::span<const T> in, std::span<T>
   switch (o.algorithm) {
     case CollectiveAlgorithm::native: return algo::native_reduce_scatter(comm, in, shard, o.on_shard_piece);
     case CollectiveAlgorithm::ring:
-      return algo::ring_reduce_scatter(comm, in, shard, o.segment_bytes, o.on_shard_piece);
+      return algo::ring_reduce_scatter(comm, in, shard, o.segment_bytes, o.on_shard_piece, through);
   }
   unknown_algorithm(o.algorithm);
 }
@@ -119,10 +119,12 @@ void reduce_scatter(Communicator& c, std::span<const double> in, std::span<doubl
   reduce_scatter_impl(c, in, shard, o);
 }
 void reduce_scatter(Communicator& c, std::span<float> data, const CollectiveOptions& o) {
-  reduce_scatter_impl(c, std::span<const float>(data), own_shard(c, data), o);
+  reduce_scatter_impl(c, std::span<const float>(data), own_shard(c, data), o,
+                      o.rest_is_scratch ? data : std::span<float>{});
 }
 void reduce_scatter(Communicator& c, std::span<double> data, const CollectiveOptions& o) {
-  reduce_scatter_impl(c, std::span<const double>(data), own_shard(c, data), o);
+  reduce_scatter_impl(c, std::span<const double>(data), own_shard(c, data), o,
+                      o.rest_is_scratch ? data : std::span<double>{});
 }
 
 void allgather_shards(Communicator& c, std::span<float> data, const CollectiveOptions& o) {

@@ -48,6 +48,10 @@ struct CollectiveOptions {
   // segment by segment, so a consumer (MRA's optimizer) works on sums still in cache while later
   // segments are in flight; native calls it once at the end.
   std::function<void(size_t offset, size_t count)> on_shard_piece;
+  // reduce_scatter in place only: the rest of the buffer (the other ranks' chunks) may be overwritten by
+  // the partial sums on their way. The ring then needs no scratch for them, and no send holds up a
+  // receive (lib/comm/ring_reduce_scatter.cpp).
+  bool rest_is_scratch = false;
 };
 
 // out = sum over ranks of in. in and out have the same size; they are the same buffer or do not overlap.
@@ -64,7 +68,8 @@ void reduce_scatter(Communicator& comm, std::span<const float> in, std::span<flo
                     const CollectiveOptions& options = {});
 void reduce_scatter(Communicator& comm, std::span<const double> in, std::span<double> shard,
                     const CollectiveOptions& options = {});
-// In place: data[shard_range(...)] becomes the sum; the rest of data is left as it was.
+// In place: data[shard_range(...)] becomes the sum; the rest of data is left as it was, unless
+// options.rest_is_scratch.
 void reduce_scatter(Communicator& comm, std::span<float> data, const CollectiveOptions& options = {});
 void reduce_scatter(Communicator& comm, std::span<double> data, const CollectiveOptions& options = {});
 

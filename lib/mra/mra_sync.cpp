@@ -151,6 +151,7 @@ class MraSync final : public GradientSync {
     if (options_.sharded_update) {
       if (!defer_gather_)
         ring.on_shard_piece = [&](size_t offset, size_t count) { update(int64_t(offset), int64_t(count)); };
+      ring.rest_is_scratch = true;  // only this rank's shard of the gradients is read after the sum
       reduce_scatter(*comm_, grads, ring);
     } else {
       allreduce(*comm_, grads, ring);

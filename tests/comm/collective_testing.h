@@ -76,7 +76,8 @@ std::string check_case(Communicator& comm, const Case& c) {
     note(compare("allreduce input", in, 0, input));
   }
 
-  // reduce_scatter: the shard holds the sum; in place, the rest of the buffer is untouched
+  // reduce_scatter: the shard holds the sum; in place, the rest of the buffer is untouched (unless the
+  // caller gives it up as scratch)
   if (c.in_place) {
     std::vector<T> data = in;
     reduce_scatter(comm, std::span(data), options);
@@ -86,6 +87,14 @@ std::string check_case(Communicator& comm, const Case& c) {
     for (size_t i = 0; i < c.count; ++i)
       if ((i < mine.offset || i >= mine.end()) && data[i] != input(i) && error.empty())
         note(fmt::format("reduce_scatter changed element {} outside the shard", i));
+    // rest_is_scratch: the partial sums may pass through the rest; the shard is the same exact sum
+    CollectiveOptions scratch = options;
+    scratch.rest_is_scratch = true;
+    data = in;
+    reduce_scatter(comm, std::span(data), scratch);
+    note(compare("reduce_scatter (rest_is_scratch) shard",
+                 std::vector<T>(data.begin() + ptrdiff_t(mine.offset), data.begin() + ptrdiff_t(mine.end())),
+                 mine.offset, sum));
   } else {
     std::vector<T> shard(mine.count, T(kSentinel));
     reduce_scatter(comm, std::span<const T>(in), std::span(shard), options);
