@@ -4,6 +4,7 @@
 // With --workers N[,N...]: how each scales, predicted and simulated at each size (--plot: an SVG chart).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -20,10 +21,12 @@ namespace {
 // --workers N[,N...]: each strategy predicted and simulated at each size (lib/compare/scaling.h).
 int plan_scaling(const PlanCommand& cmd, const Job& job, const estimate::ModelFacts& facts,
                  const estimate::Timing& timing) {
-  constexpr int64_t kSimulatedSteps = 100;
+  // The job's own steps (as many as its runs take, so a slow window moving over them is played alike),
+  // at most 100 so that 10,000 workers stay fast.
+  constexpr int64_t kMostSimulatedSteps = 100;
+  const int64_t steps = job.train.steps > 0 ? std::min(job.train.steps, kMostSimulatedSteps) : kMostSimulatedSteps;
   const uint64_t seed = cmd.seed_given ? cmd.seed : job.job.seed;
-  const compare::Scaling s =
-      compare::scale_strategies(job, facts, timing, cmd.worker_counts, seed, cmd.noise, kSimulatedSteps);
+  const compare::Scaling s = compare::scale_strategies(job, facts, timing, cmd.worker_counts, seed, cmd.noise, steps);
   if (!cmd.plot.empty()) {
     std::ofstream out(cmd.plot);
     out << compare::scaling_svg(s, fmt::format("{}: {}", job.job.name, facts.describe));

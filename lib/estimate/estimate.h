@@ -183,6 +183,11 @@ double replica_compute_seconds(const Job& job, const ModelFacts& facts, const pi
 // reduce-scatter and, unless it runs into the next forward, the all-gather.
 double sync_tail_seconds(const CommSection& comm, double bytes, const std::function<double(double)>& ring);
 double model_update_seconds(const ModelFacts& facts, const pipeline::BlockProfile& p);
+// A pipeline estimate's plan priced on `cluster` as it is, keeping the rows its replicated stages
+// divided at the run's start: the estimate plans on the cluster a run sees at step 0, which
+// [cluster.emulate]'s fluctuation window may have slowed, while a simulator plays that window itself.
+// Requires `t.profile` and `e` from estimate_job of a pipeline job on `cluster`.
+pipeline::Prediction pipeline_on_cluster(const Job& job, const Cluster& cluster, const Timing& t, const Estimate& e);
 
 // CGP of pipelines' terms (strategy "cgp-pipeline", lib/estimate/hybrid.cpp), which its estimate and
 // the simulator both read: the plan every group runs (made for group 0's devices, as the run makes it),

@@ -9,7 +9,8 @@
 // grouping; a pipeline keeps its plan and rows. I-DAT (data parallelism, or CGP's one group) is played out
 // step by step with the runtime's balancer, which follows each move a few steps late. CGP of pipelines
 // is planned again for each slowed rank (its run keeps the plan of its start; this estimate does not).
-// The step time is the average over the job's steps.
+// The step time is the average over the job's steps. pipeline_on_cluster (estimate.h) prices the
+// start's pipeline plan on the cluster without the window, for the simulator that plays the window.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "lib/balance/balance.h"
 #include "lib/balance/emulate.h"
 #include "lib/balance/job_balance.h"
+#include "lib/core/error.h"
 #include "lib/estimate/estimate_internal.h"
 #include "lib/measure/pipeline_plan.h"
 #include "lib/pipeline/plan_internal.h"
@@ -129,3 +131,13 @@ void average_over_fluctuation(const Job& job, const ModelFacts& facts, const Clu
 }
 
 }  // namespace dp::estimate::detail
+
+namespace dp::estimate {
+
+pipeline::Prediction pipeline_on_cluster(const Job& job, const Cluster& cluster, const Timing& t, const Estimate& e) {
+  DP_CHECK(t.profile && e.pipeline_plan.has_value(), "a pipeline estimate with its step times");
+  const Cluster start = detail::cluster_at_start(job, cluster, e.total_steps);
+  return pipeline::evaluate(job_pipeline_workload(job, *t.profile), cluster, e.pipeline_plan->plan, &start);
+}
+
+}  // namespace dp::estimate

@@ -83,10 +83,13 @@ StageCost stage_cost(const Workload& w, const Prefix& p, const Cluster& c, int f
   const DeviceBytes bytes = device_bytes(w, p, first, last, recompute, ranks.size());  // alike on every replica
   for (size_t i = 0; i < ranks.size(); ++i) {
     const double speed = c.rank(ranks[i]).speed, x = double(s.shares[i]);
-    s.update_s = std::max(s.update_s, update / speed);
+    s.device_update_s.push_back(update / speed);
+    s.device_forward_s.push_back((x * fwd + fwd_fixed) / speed);
+    s.device_backward_s.push_back((x * (bwd + recompute_per_sample) + bwd_fixed + recompute_fixed) / speed);
     // The slowest replica decides each phase; with shares in proportion to speed they coincide.
-    s.forward_s = std::max(s.forward_s, (x * fwd + fwd_fixed) / speed);
-    s.backward_s = std::max(s.backward_s, (x * (bwd + recompute_per_sample) + bwd_fixed + recompute_fixed) / speed);
+    s.update_s = std::max(s.update_s, s.device_update_s.back());
+    s.forward_s = std::max(s.forward_s, s.device_forward_s.back());
+    s.backward_s = std::max(s.backward_s, s.device_backward_s.back());
     s.recompute_s = std::max(s.recompute_s, (x * recompute_per_sample + recompute_fixed) / speed);
     const double peak = bytes.state + x * (double(in_flight) * bytes.per_sample_in_flight + bytes.per_sample_once);
     const double memory = c.rank(ranks[i]).memory_gb * 1e9;

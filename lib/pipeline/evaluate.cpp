@@ -62,6 +62,9 @@ Prediction evaluate(const Workload& w, const Cluster& c, const Plan& plan, const
     }
     sp.allreduce_s = sc.allreduce_s;
     sp.update_s = sc.update_s;
+    sp.device_forward_s = sc.device_forward_s;
+    sp.device_backward_s = sc.device_backward_s;
+    sp.device_update_s = sc.device_update_s;
     sp.in_flight = std::min<int64_t>(plan.micro_batches, S - s);
     sp.peak_bytes = sc.peak_bytes;
     sp.memory_bytes = sc.memory_bytes;

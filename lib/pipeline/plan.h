@@ -118,6 +118,7 @@ struct StagePrediction {
   double link_forward_s = 0, link_backward_s = 0;
   double allreduce_s = 0;            // of its gradients, once per mini-batch (0: one device)
   double update_s = 0;               // the optimizer's update after it, its slowest device
+  std::vector<double> device_forward_s, device_backward_s, device_update_s;  // per device: its own share
   int64_t in_flight = 0;             // micro-batches whose activations it holds at once
   std::vector<double> peak_bytes;    // per device of the stage
   std::vector<double> memory_bytes;  // per device: its memory (0: unknown, no limit)

@@ -24,6 +24,7 @@ struct Prefix {
 struct StageCost {
   std::vector<int64_t> shares;
   double forward_s = 0, backward_s = 0, recompute_s = 0, allreduce_s = 0, update_s = 0;
+  std::vector<double> device_forward_s, device_backward_s, device_update_s;  // each replica's own
   std::vector<double> peak_bytes, memory_bytes;
   bool fits = true;
   double over_bytes = 0;  // the most any device is over its memory (0 when it fits)

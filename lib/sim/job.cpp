@@ -44,8 +44,10 @@ Result simulate_estimate(const Job& job, const estimate::ModelFacts& facts, cons
     }
     case StrategyKind::pipeline: {
       DP_CHECK(priced.pipeline_plan.has_value(), "a pipeline estimate with its plan");
-      const pipeline::PlanResult& p = *priced.pipeline_plan;
-      return simulate_pipeline(c, p.plan, p.prediction, job.train.global_batch, v, steps, seed);
+      // The stages' times at the cluster's own speeds: the slow window `v` holds is played here, not
+      // priced into the plan's prediction as well.
+      return simulate_pipeline(c, priced.pipeline_plan->plan, estimate::pipeline_on_cluster(job, c, t, priced),
+                               job.train.global_batch, v, steps, seed);
     }
     case StrategyKind::cgp_pipeline:
       return simulate_cgp_pipeline(c, hybrid_spec(job, estimate::hybrid_terms(job, facts, c, t)), v, steps, seed);

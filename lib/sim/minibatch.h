@@ -1,9 +1,9 @@
 // One mini-batch of a pipeline plan played (sim.h), what simulate_pipeline and simulate_cgp_pipeline
-// share: each stage's forward and backward per micro-batch (the model's, pipeline::evaluate) times its
-// slowest replica's slowness and noise, through the 1F1B schedule (pipeline::simulate: stages and links as
-// resources, one operation at a time each); each stage's gradient allreduce and update start when its
-// last backward ends, so a stage that drains early hides them behind the others' backward, and the
-// mini-batch ends with the last of them.
+// share: each stage's forward and backward per micro-batch, its slowest replica's (each replica's own
+// share at its speed, as pipeline::evaluate prices it, times its slowness and noise), through the 1F1B
+// schedule (pipeline::simulate: stages and links as resources, one operation at a time each); each
+// stage's gradient allreduce and update start when its last backward ends, so a stage that drains early
+// hides them behind the others' backward, and the mini-batch ends with the last of them.
 #pragma once
 
 #include <cstdint>

@@ -17,15 +17,17 @@ double play_minibatch(const pipeline::Plan& plan, const pipeline::Prediction& p,
   for (size_t s = 0; s + 1 < S; ++s)
     link_forward[s] = p.stages[s].link_forward_s, link_backward[s] = p.stages[s].link_backward_s;
   for (size_t s = 0; s < S; ++s) {
-    double f = 0, b = 0;  // the slowest replica's factors
-    for (int r : plan.stages[s].ranks) {
-      const size_t rank = size_t(rank_of[size_t(r)]);
-      f = std::max(f, slow[rank] * slowness.noise());
-      b = std::max(b, slow[rank] * slowness.noise());
+    // The slowest replica, each at its own share's time, slowness and noise.
+    const pipeline::StagePrediction& sp = p.stages[s];
+    const std::vector<int>& ranks = plan.stages[s].ranks;
+    double update = 0;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const double slowed = slow[size_t(rank_of[size_t(ranks[i])])];
+      forward[s] = std::max(forward[s], sp.device_forward_s[i] * slowed * slowness.noise());
+      backward[s] = std::max(backward[s], sp.device_backward_s[i] * slowed * slowness.noise());
+      update = std::max(update, sp.device_update_s[i] * slowed);
     }
-    forward[s] = p.stages[s].forward_s * f;
-    backward[s] = p.stages[s].backward_s * b;
-    tail[s] = p.stages[s].allreduce_s + p.stages[s].update_s * f;
+    tail[s] = sp.allreduce_s + update;
   }
   events += int64_t(2 * S) * plan.micro_batches + int64_t(S);
   return pipeline::played_minibatch_s(forward, backward, link_forward, link_backward, tail, int(plan.micro_batches));

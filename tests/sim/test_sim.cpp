@@ -2,7 +2,7 @@
 // data-parallel job's simulated step is estimate's (equal and I-DAT shares, ring and MRA), CGP's
 // throughput within a tenth of lib/cgp's prediction where exchanges do not queue (slower where they do)
 // and its staleness held near the bound, a pipeline's mini-batch the estimate's (both play its 1F1B
-// schedule); ring phases share a node's link when several
+// schedule), also under a slow window moving over its ranks; ring phases share a node's link when several
 // flows leave it; I-DAT's balancer recovers a step that a slow window lengthened under
 // equal shares; CGP of pipelines within a tenth of its model, and with one group the pipeline step for
 // step; a seeded run is reproducible bit for bit, another seed differs; 2,000 workers of mixed
@@ -117,6 +117,27 @@ BOOST_AUTO_TEST_CASE(without_variability_a_pipeline_step_is_estimates) {
       const sim::Result r = simulated(in, {}, 5);
       BOOST_TEST(want > 0);
       BOOST_TEST(r.median_step_s == want, boost::test_tools::tolerance(1e-9));
+    }
+  }
+}
+
+// A slow window moving over a pipeline's ranks is played once: the estimate prices its plan (made, and
+// its replicated stages' rows divided, under step 0's slowness) step by step under the window, and
+// without noise the simulator's mean step over the same steps is the same, for the planner's plan, a
+// stage replicated over every rank (rank 0 slowed at the start holds the smallest rows) and two stages of
+// two replicas.
+BOOST_AUTO_TEST_CASE(without_noise_a_pipeline_under_a_moving_slow_window_is_estimates) {
+  for (const char* stages : {"", "0-3x4", "0-1x2,2-3x2"}) {
+    std::vector<std::string> sets{"parallel.strategy=pipeline", "train.steps=40", "cluster.kind_speeds=[1.0, 1.0]",
+                                  "cluster.emulate.fluctuate_rank=0", "cluster.emulate.fluctuate_factor=3",
+                                  "cluster.emulate.fluctuate_to=40", "cluster.emulate.fluctuate_move_every=10"};
+    if (*stages) sets.push_back(std::string("parallel.pipeline.stages=\"") + stages + "\"");
+    const Inputs in = inputs(lab_job(sets));
+    BOOST_TEST_CONTEXT(stages) {
+      const double want = predicted_step(in);
+      const sim::Result r = simulated(in, sim::job_variability(in.job, 0), 40);
+      BOOST_TEST(want > 0);
+      BOOST_TEST(r.mean_step_s == want, boost::test_tools::tolerance(1e-9));
     }
   }
 }
