@@ -146,8 +146,8 @@ int profile_layers(const ProfileCommand& cmd) {
                   p.model.c_str(), p.device.c_str(), (long long)p.micro_batch);
     else
       std::printf("# dptrain profile --layers: %s on %s, micro-batch %lld, median of %d steps; fixed: the part of a\n"
-                  "# time any micro-batch pays (from a second timing at an eighth of the micro-batch); update: the\n"
-                  "# optimizer's on the block's parameters\n",
+                  "# time any micro-batch pays (from timings at an eighth and four times the micro-batch); update:\n"
+                  "# the optimizer's on the block's parameters\n",
                   p.model.c_str(), p.device.c_str(), (long long)p.micro_batch, cmd.compute_steps);
     if (p.timed_resting > 1)
       std::printf("# every time x%.3g: a whole step resting as the job's ranks emulated at %.3gx rest after each,\n"

@@ -1,8 +1,10 @@
 // measure_block_profile (layer_profile.h): the model's blocks run one after another as in a one-stage
 // pipeline, one block's memory at a time, each forward and backward timed on its own (the device
 // synchronised around it; on the CPU with one compute thread, that thread's CPU time), at the
-// micro-batch asked for and at an eighth of it, whose line gives each time's fixed part; the job's
-// optimizer updating each block's parameters; and a whole step of the model held whole beside its blocks.
+// micro-batch asked for, at an eighth of it and at four times it (up to the global batch: the largest
+// micro-batch a pipeline stage may take), the line through them giving each time's fixed part; the
+// job's optimizer updating each block's parameters; and a whole step of the model held whole beside its
+// blocks.
 // A job that emulates slow devices ([cluster.emulate]) gets every time scaled to its ranks' steps: the
 // whole step timed resting as its fastest emulated rank rests after each (rest_as_emulated), against
 // back to back.
@@ -32,12 +34,13 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The part of a time any micro-batch pays, from its times at n and at few < n samples: the line through
-// the two at 0 samples, clamped to [0, t_n] (0 when there is no second timing).
-double fixed_part(double t_n, double t_few, int64_t n, int64_t few) {
-  if (few >= n) return 0.0;
-  const double per_sample = (t_n - t_few) / double(n - few);
-  return std::clamp(t_few - per_sample * double(few), 0.0, t_n);
+double fixed_part(double t_n, int64_t n, const std::vector<TimedAt>& others) { return profile_fixed_ms(t_n, n, others); }
+double fixed_part(double t_n, double t_few, int64_t n, int64_t few) { return fixed_part(t_n, n, {{few, t_few}}); }
+
+// The most samples a profile of n samples times its blocks at: four times n, at most the global batch
+// and the data's samples (n itself when that is no more).
+int64_t profile_many_samples(const Job& job, int64_t n, int64_t available) {
+  return std::max(n, std::min({4 * n, job.train.global_batch, available}));
 }
 
 // After a computation of `ms` timed as an emulated rank of `factor` runs it: the rest the slowdown
@@ -204,10 +207,13 @@ void time_step_extra(const Job& job, const Model& blocks_model, const Dataset& d
   const double ratio_n = std::max(1.0, whole_step_ms(job, *model, data, n, steps, warmup, factor) / hot_n);
   const double ratio_few =
       few < n ? std::max(1.0, whole_step_ms(job, *model, data, few, steps, warmup, factor) / hot_few) : ratio_n;
+  // The line's points scaled: a few samples' by its own ratio, n's and many's by n's.
+  const int64_t many = profile_many_samples(job, n, data.count);
   auto scale = [&](double& all, double& fixed) {
-    const double at_few_samples = fixed + double(few) / double(n) * (all - fixed);
+    auto at = [&](int64_t m) { return fixed + double(m) / double(n) * (all - fixed); };
+    const double few_ms = at(few), many_ms = at(many);
     all *= ratio_n;
-    fixed = few < n ? fixed_part(all, ratio_few * at_few_samples, n, few) : fixed * ratio_n;
+    fixed = fixed_part(all, n, {{few, ratio_few * few_ms}, {many, ratio_n * many_ms}});
   };
   for (pipeline::BlockRow& b : p.blocks) {
     scale(b.forward_ms, b.forward_fixed_ms);
@@ -234,8 +240,19 @@ pipeline::BlockProfile measure_block_profile(const Job& job, int64_t micro_batch
   return p;
 }
 
+double profile_fixed_ms(double t_n, int64_t n, const std::vector<TimedAt>& others) {
+  double moment = 0, spread = 0;
+  for (const TimedAt& o : others) {
+    if (o.samples == n) continue;
+    const double dx = double(o.samples - n);
+    moment += dx * (o.ms - t_n), spread += dx * dx;
+  }
+  if (!(spread > 0)) return 0.0;
+  return std::clamp(t_n - moment / spread * double(n), 0.0, t_n);
+}
+
 pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Dataset& data, int64_t micro_batch,
-                                      int steps, int warmup) {
+                                      int steps, int warmup, ProfileSizes larger) {
   const int count = model.block_count();
   if (count == 0)
     throw JobError("[model] type", fmt::format("model '{}' does not run as blocks", name_of(job.model.type)),
@@ -243,11 +260,13 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
   const SampleShape shape = data.shape();
   const bool text = shape.is_text();
   const int64_t n = std::min<int64_t>(micro_batch, data.count);
-  // Each block's time at n samples, and at a few: what a micro-batch pays whatever its size is the
-  // line through the two, at 0 samples.
+  // Each block's time at n samples, at a few and at many: what a micro-batch pays whatever its size is
+  // the line through them (fixed_part), at 0 samples.
   const BlockTimes full = time_blocks(job, model, data, n, steps, warmup, /*updates=*/true);
   const int64_t few = std::max<int64_t>(1, n / 8);
+  const int64_t many = larger == ProfileSizes::with_larger ? profile_many_samples(job, n, data.count) : n;
   const BlockTimes small = few < n ? time_blocks(job, model, data, few, steps, warmup, false) : full;
+  const BlockTimes large = many > n ? time_blocks(job, model, data, many, steps, warmup, false) : full;
   const std::vector<double>& updates = full.update_ms;
   const bool cuda = !model.kernels().host_memory;
   std::vector<BlockShape> shapes;
@@ -259,8 +278,10 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
     pipeline::BlockRow& row = p.blocks[size_t(i)];
     row.forward_ms = full.forward_ms[size_t(i)];
     row.backward_ms = full.backward_ms[size_t(i)];
-    row.forward_fixed_ms = fixed_part(row.forward_ms, small.forward_ms[size_t(i)], n, few);
-    row.backward_fixed_ms = fixed_part(row.backward_ms, small.backward_ms[size_t(i)], n, few);
+    row.forward_fixed_ms =
+        fixed_part(row.forward_ms, n, {{few, small.forward_ms[size_t(i)]}, {many, large.forward_ms[size_t(i)]}});
+    row.backward_fixed_ms =
+        fixed_part(row.backward_ms, n, {{few, small.backward_ms[size_t(i)]}, {many, large.backward_ms[size_t(i)]}});
     row.update_ms = updates[size_t(i)];
   }
   return p;

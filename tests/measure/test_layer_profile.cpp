@@ -3,7 +3,8 @@
 // range of blocks holds per micro-batch (models/stage.h, against the planner's memory model: the
 // blocks' saved bytes and the stage's output), and the planner's peak memory of a device is what a
 // stage's buffers really hold at their peak, measured by a memory meter (recomputing or not, with one or
-// two micro-batches in flight); written and read back unchanged.
+// two micro-batches in flight); written and read back unchanged; a time's fixed part is the line
+// through its timings, leaning on those far from the profile's size.
 #define BOOST_TEST_MODULE layer_profile
 #include <boost/test/unit_test.hpp>
 
@@ -125,6 +126,24 @@ void check_metered_peaks(const Job& job) {
 }
 
 }  // namespace
+
+// A time's fixed part from the line through the profile's size and the others: exact on a line, within
+// [0, t_n], and on the slow-link job's weight-bound layer as measured (the same time at 2 and 16 samples,
+// 1.99 ms at 64) the line a stage of 64 samples is priced by is within a tenth of 64's time, where the
+// two nearer timings alone priced it at 1.04.
+BOOST_AUTO_TEST_CASE(a_times_fixed_part_leans_on_the_timings_far_from_the_profiles_size) {
+  auto on_line = [](int64_t m) { return 0.5 + 0.02 * double(m); };
+  BOOST_TEST(profile_fixed_ms(on_line(16), 16, {{2, on_line(2)}, {64, on_line(64)}}) == 0.5,
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(profile_fixed_ms(1.0, 16, {}) == 0.0);
+  BOOST_TEST(profile_fixed_ms(1.0, 16, {{16, 3.0}}) == 0.0);
+  BOOST_TEST(profile_fixed_ms(1.0, 16, {{2, 0.0}, {64, 10.0}}) == 0.0);  // a line below 0 at 0 samples
+  BOOST_TEST(profile_fixed_ms(1.0, 16, {{2, 5.0}, {64, 0.5}}) == 1.0);   // falling: all of it fixed
+  const double t16 = 1.04, fixed = profile_fixed_ms(t16, 16, {{2, 1.04}, {64, 1.99}});
+  const double at64 = fixed + 64.0 / 16.0 * (t16 - fixed);
+  BOOST_TEST(at64 == 1.99, boost::test_tools::tolerance(0.10));
+  BOOST_TEST(profile_fixed_ms(t16, 16, {{2, 1.04}}) == t16);  // the nearer two alone: all fixed, flat
+}
 
 BOOST_AUTO_TEST_CASE(the_planners_peak_memory_is_what_a_stage_holds) {
   check_metered_peaks(example("quickstart", {"model.hidden=[32,16]"}));

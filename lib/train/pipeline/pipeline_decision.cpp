@@ -113,7 +113,8 @@ TimedBlocks time_blocks_everywhere(const Job& job, Communicator& comm, Model& mo
   comm.barrier();  // every rank has its data: none times its blocks while others still read theirs
   MemoryMeter::process().set_role("pipeline rank timing the blocks one at a time");
   TimedBlocks t;
-  t.profile = profile_blocks(job, model, data, profile_micro_batch(job), 5, 2);
+  // Not at four times the micro-batch: a rank's probe stays within the memory its stage is planned to hold.
+  t.profile = profile_blocks(job, model, data, profile_micro_batch(job), 5, 2, ProfileSizes::without_larger);
   double ms = 0;
   for (const pipeline::BlockRow& b : t.profile.blocks) ms += b.forward_ms + b.backward_ms;
   ms *= SlowdownEmulator(job, comm.rank()).factor(0);  // the speed at the run's start
