@@ -166,16 +166,18 @@ class Interface {
   std::map<double, Clock::time_point> out_pipe_, in_pipe_;  // by the links' Gbit/s
 };
 
-// Completes no earlier than `due`, and no earlier than `after` past the moment the real transfer was
-// seen complete (a small receive: its latency counts from the message's real arrival). A bulk message
-// travels behind a header, on the same tag (MPI keeps their order), that carries when its sender saw its
-// bytes leave: a bulk receive learns its `due` from it (arrival()), so a receive posted long before the
-// send still takes the transfer's time after the send, not after the post.
+// Completes no earlier than `due` and than the real transfer. Every message travels behind a header, on
+// the same tag (MPI keeps their order), that carries when its sender saw its bytes leave: a receive
+// learns its `due` from it (a bulk one through its interface, arrival(); a small one its link's latency
+// later), so a receive posted long before the send still takes the transfer's time after the send, and
+// one posted long after (its rank was computing) completes as soon as it is looked at, as a NIC would
+// have taken the bytes in meanwhile.
 class PacedRequest final : public Request::Impl {
  public:
-  // A request due at a known time.
-  PacedRequest(Clock::time_point due, Clock::duration after = {}) : due_(due), after_(after), known_(true) {}
-  // A bulk receive, due when `nic` says a message of `bytes` over `link` arrives.
+  // A send, due at a known time.
+  explicit PacedRequest(Clock::time_point due) : due_(due), known_(true) {}
+  // A receive of `bytes` over `link`: bulk, due when `nic` says it arrives; small (`nic` null), the
+  // link's latency after its bytes left.
   PacedRequest(std::shared_ptr<Interface> nic, double bytes, const LinkModel& link)
       : nic_(std::move(nic)), bytes_(bytes), link_(link) {}
 
@@ -198,13 +200,8 @@ class PacedRequest final : public Request::Impl {
     while (!arrived() && Clock::now() + look + kWakeLate < due_) nap(look);
     sleep_until(due_);
     poll_until([&] { return arrived(); }, std::chrono::microseconds(20));
-    sleep_until(arrival_ + after_);
   }
-  bool test() override {
-    if (!due_known() || !arrived()) return false;
-    const Clock::time_point now = Clock::now();
-    return now >= due_ && now >= arrival_ + after_;
-  }
+  bool test() override { return due_known() && arrived() && Clock::now() >= due_; }
   void abandon() noexcept override {
     Request dropped = std::move(inner_), header = std::move(header_request_);
   }
@@ -213,27 +210,24 @@ class PacedRequest final : public Request::Impl {
   bool due_known() {
     if (known_) return true;
     if (!header_request_.test()) return false;
-    due_ = nic_->arrival(Clock::time_point(Clock::duration(header_)), bytes_, link_);
+    const Clock::time_point left{Clock::duration(header_)};
+    due_ = nic_ ? nic_->arrival(left, bytes_, link_) : left + seconds(link_.latency_seconds());
     return known_ = true;
   }
   bool arrived() {
     if (seen_) return true;
     if (!header_request_.test() || !inner_.test()) return false;
-    seen_ = true;
-    arrival_ = Clock::now();
-    return true;
+    return seen_ = true;
   }
 
-  Request header_request_, inner_;  // the header's (bulk only) and the message's own
+  Request header_request_, inner_;  // the header's and the message's own
   Clock::duration::rep header_ = 0;
   std::shared_ptr<Interface> nic_;  // a bulk receive's, to learn its due time
   double bytes_ = 0;
   LinkModel link_;
   Clock::time_point due_{};
-  Clock::duration after_{};
   bool known_ = false;
   bool seen_ = false;
-  Clock::time_point arrival_{};
 };
 
 class EmulatedLinks final : public Communicator {
@@ -255,13 +249,9 @@ class EmulatedLinks final : public Communicator {
 
   Request isend(std::span<const std::byte> data, int peer, int tag) override {
     const LinkModel link = link_to(peer);
-    const double bytes = double(data.size()), busy = link.transfer_seconds(bytes);
-    if (bytes < kSmallBytes) {
-      auto r = std::make_unique<PacedRequest>(Clock::now() + seconds(busy));
-      r->set_requests({}, inner_.isend(data, peer, tag));
-      return Request(std::move(r));
-    }
-    const Clock::time_point due = nic_->send(bytes, link);
+    const double bytes = double(data.size());
+    const Clock::time_point due =
+        bytes < kSmallBytes ? Clock::now() + seconds(link.transfer_seconds(bytes)) : nic_->send(bytes, link);
     auto r = std::make_unique<PacedRequest>(due);
     r->set_header(due);
     std::lock_guard lock(pairs_);  // the header and its message, one after the other on this tag
@@ -271,13 +261,8 @@ class EmulatedLinks final : public Communicator {
   }
   Request irecv(std::span<std::byte> data, int peer, int tag) override {
     const LinkModel link = link_from(peer);
-    const double bytes = double(data.size()), busy = link.transfer_seconds(bytes);
-    if (bytes < kSmallBytes) {
-      auto r = std::make_unique<PacedRequest>(Clock::now(), seconds(busy + link.latency_seconds()));
-      r->set_requests({}, inner_.irecv(data, peer, tag));
-      return Request(std::move(r));
-    }
-    auto r = std::make_unique<PacedRequest>(nic_, bytes, link);
+    const double bytes = double(data.size());
+    auto r = std::make_unique<PacedRequest>(bytes < kSmallBytes ? nullptr : nic_, bytes, link);
     std::lock_guard lock(pairs_);
     Request header = inner_.irecv(r->header(), peer, tag);
     r->set_requests(std::move(header), inner_.irecv(data, peer, tag));
