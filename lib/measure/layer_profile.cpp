@@ -34,8 +34,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double fixed_part(double t_n, int64_t n, const std::vector<TimedAt>& others) { return profile_fixed_ms(t_n, n, others); }
-double fixed_part(double t_n, double t_few, int64_t n, int64_t few) { return fixed_part(t_n, n, {{few, t_few}}); }
 
 // The most samples a profile of n samples times its blocks at: four times n, at most the global batch
 // and the data's samples (n itself when that is no more).
@@ -201,7 +199,7 @@ void time_step_extra(const Job& job, const Model& blocks_model, const Dataset& d
   const double at_n = std::max(0.0, hot_n - blocks_ms(n));
   const double at_few = few < n ? std::max(0.0, hot_few - blocks_ms(few)) : at_n;
   p.step_extra_ms = at_n;
-  p.step_extra_fixed_ms = fixed_part(at_n, at_few, n, few);
+  p.step_extra_fixed_ms = profile_fixed_ms(at_n, n, {{few, at_few}});
   const double factor = fastest_emulated_factor(job);
   if (factor <= 1 || !(hot_n > 0) || !(hot_few > 0)) return;
   const double ratio_n = std::max(1.0, whole_step_ms(job, *model, data, n, steps, warmup, factor) / hot_n);
@@ -213,7 +211,7 @@ void time_step_extra(const Job& job, const Model& blocks_model, const Dataset& d
     auto at = [&](int64_t m) { return fixed + double(m) / double(n) * (all - fixed); };
     const double few_ms = at(few), many_ms = at(many);
     all *= ratio_n;
-    fixed = fixed_part(all, n, {{few, ratio_few * few_ms}, {many, ratio_n * many_ms}});
+    fixed = profile_fixed_ms(all, n, {{few, ratio_few * few_ms}, {many, ratio_n * many_ms}});
   };
   for (pipeline::BlockRow& b : p.blocks) {
     scale(b.forward_ms, b.forward_fixed_ms);
@@ -261,7 +259,7 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
   const bool text = shape.is_text();
   const int64_t n = std::min<int64_t>(micro_batch, data.count);
   // Each block's time at n samples, at a few and at many: what a micro-batch pays whatever its size is
-  // the line through them (fixed_part), at 0 samples.
+  // the line through them (profile_fixed_ms), at 0 samples.
   const BlockTimes full = time_blocks(job, model, data, n, steps, warmup, /*updates=*/true);
   const int64_t few = std::max<int64_t>(1, n / 8);
   const int64_t many = larger == ProfileSizes::with_larger ? profile_many_samples(job, n, data.count) : n;
@@ -275,14 +273,15 @@ pipeline::BlockProfile profile_blocks(const Job& job, Model& model, const Datase
   p.model = model.describe();
   p.device = cuda ? "cuda" : "cpu";
   for (int i = 0; i < count; ++i) {
-    pipeline::BlockRow& row = p.blocks[size_t(i)];
-    row.forward_ms = full.forward_ms[size_t(i)];
-    row.backward_ms = full.backward_ms[size_t(i)];
+    const size_t b = size_t(i);
+    pipeline::BlockRow& row = p.blocks[b];
+    row.forward_ms = full.forward_ms[b];
+    row.backward_ms = full.backward_ms[b];
     row.forward_fixed_ms =
-        fixed_part(row.forward_ms, n, {{few, small.forward_ms[size_t(i)]}, {many, large.forward_ms[size_t(i)]}});
+        profile_fixed_ms(row.forward_ms, n, {{few, small.forward_ms[b]}, {many, large.forward_ms[b]}});
     row.backward_fixed_ms =
-        fixed_part(row.backward_ms, n, {{few, small.backward_ms[size_t(i)]}, {many, large.backward_ms[size_t(i)]}});
-    row.update_ms = updates[size_t(i)];
+        profile_fixed_ms(row.backward_ms, n, {{few, small.backward_ms[b]}, {many, large.backward_ms[b]}});
+    row.update_ms = updates[b];
   }
   return p;
 }
