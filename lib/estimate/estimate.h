@@ -20,6 +20,7 @@
 
 #include "lib/cluster/cluster.h"
 #include "lib/job/job.h"
+#include "lib/measure/hybrid_plan.h"
 #include "lib/pipeline/plan.h"
 #include "lib/pipeline/profile.h"
 #include "models/block.h"
@@ -189,27 +190,10 @@ double model_update_seconds(const ModelFacts& facts, const pipeline::BlockProfil
 // Requires `t.profile` and `e` from estimate_job of a pipeline job on `cluster`.
 pipeline::Prediction pipeline_on_cluster(const Job& job, const Cluster& cluster, const Timing& t, const Estimate& e);
 
-// CGP of pipelines' terms (strategy "cgp-pipeline", lib/estimate/hybrid.cpp), which its estimate and
-// the simulator both read: the plan every group runs (made for group 0's devices, as the run makes it),
-// the stage whose shard leads, each group's mini-batch (its share of the global batch), and per group its
-// members, the plan evaluated on its devices and links, and its exchange with the stages' shards: the
-// leading stage's members first (`lead_s`, each its slice up and the global slice back), then every
-// other stage's at once (`others_s`). A group alone exchanges nothing.
-struct HybridGroup {
-  std::vector<int> members;
-  pipeline::Prediction prediction;
-  double lead_s = 0, others_s = 0;
-};
-struct HybridTerms {
-  pipeline::PlanResult plan;
-  pipeline::Workload workload;
-  std::string how;                    // how the plan was chosen (lib/measure/pipeline_plan.h)
-  std::vector<std::string> warnings;
-  std::vector<int> grouping;          // cgp::pipeline_groups(job)
-  int leading = 0;                    // the stage of the run's rank 0
-  int64_t group_batch = 0, exchange_every = 1;
-  std::vector<HybridGroup> groups;
-};
+// CGP of pipelines' terms (strategy "cgp-pipeline"), which its estimate and the simulator both read:
+// the plan the run would train with, its groups and their rates (lib/measure/hybrid_plan.h), chosen on
+// `c` and `t`'s step times (the model's shapes alone without a profile: no rates).
+using HybridTerms = HybridChoice;
 HybridTerms hybrid_terms(const Job& job, const ModelFacts& facts, const Cluster& c, const Timing& t);
 
 std::string estimate_text(const Estimate& e);

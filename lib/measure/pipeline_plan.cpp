@@ -18,9 +18,21 @@ namespace {
 
 std::string key_where(const Job& job, const char* key) { return fmt::format("{} [parallel.pipeline] {}", job.source, key); }
 
-// The stages' recomputation as [parallel.pipeline] recompute says, then the prediction.
-pipeline::PlanResult with_recompute(const Job& job, const pipeline::Workload& w, const Cluster& c,
-                                    pipeline::Plan plan, const std::string& method) {
+// The job's stages at each candidate M (those whose micro-batches are too small for a stage's replicas
+// are skipped), the fastest that fits, else the fastest.
+pipeline::PlanResult given_stages(const Job& job, const pipeline::Workload& w, const Cluster& c) {
+  auto finish = [&](pipeline::Plan p) { return with_job_recompute(job, w, c, std::move(p), "given"); };
+  try {
+    return pipeline::best_given_stages(job.parallel.pipeline.stages, w, c, key_where(job, "stages"), finish);
+  } catch (const UsageError& e) {
+    throw JobError(e.where(), e.message(), e.hint());
+  }
+}
+
+}  // namespace
+
+pipeline::PlanResult with_job_recompute(const Job& job, const pipeline::Workload& w, const Cluster& c,
+                                        pipeline::Plan plan, const std::string& method) {
   const Recompute mode = job.parallel.pipeline.recompute;
   if (mode == Recompute::automatic) {
     pipeline::PlanResult r = pipeline::finish_plan(w, c, std::move(plan));
@@ -39,19 +51,6 @@ pipeline::PlanResult with_recompute(const Job& job, const pipeline::Workload& w,
   r.feasible = r.prediction.fits;
   return r;
 }
-
-// The job's stages at each candidate M (those whose micro-batches are too small for a stage's replicas
-// are skipped), the fastest that fits, else the fastest.
-pipeline::PlanResult given_stages(const Job& job, const pipeline::Workload& w, const Cluster& c) {
-  auto finish = [&](pipeline::Plan p) { return with_recompute(job, w, c, std::move(p), "given"); };
-  try {
-    return pipeline::best_given_stages(job.parallel.pipeline.stages, w, c, key_where(job, "stages"), finish);
-  } catch (const UsageError& e) {
-    throw JobError(e.where(), e.message(), e.hint());
-  }
-}
-
-}  // namespace
 
 std::vector<int64_t> micro_batch_candidates(int64_t global_batch, int64_t fixed) {
   if (fixed > 0) return {fixed};
@@ -190,7 +189,7 @@ PipelineChoice choose_pipeline_plan(const Job& job, const pipeline::Workload& w,
                                                                         : " [cluster.emulate] memory_gb"),
                      "nothing fits: " + pipeline::explain_infeasible(w, c, planned),
                      smallest_pipeline_hint(w, c, job.job.seed));
-    out.result = with_recompute(job, w, c, planned.plan, planned.method);
+    out.result = with_job_recompute(job, w, c, planned.plan, planned.method);
     out.how = fmt::format("the planner's ({})", planned.method);
   }
   const pipeline::PlanResult& r = out.result;

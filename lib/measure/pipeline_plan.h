@@ -65,6 +65,10 @@ struct PipelineChoice {
   std::string how;                    // "the planner's (exact)", "[parallel.pipeline] stages"
   std::vector<std::string> warnings;  // a stage predicted over its device's memory (recompute none/all)
 };
+// `plan` with the recomputation [parallel.pipeline] recompute asks for ("auto": each stage's cheapest
+// set that fits, pipeline::finish_plan), its prediction and `method`.
+pipeline::PlanResult with_job_recompute(const Job& job, const pipeline::Workload& w, const Cluster& c,
+                                        pipeline::Plan plan, const std::string& method);
 // [parallel.pipeline] stages at its best candidate M, or the planner's plan; recomputation as
 // [parallel.pipeline] recompute says ("auto": each stage's cheapest set that fits). Throws InputError
 // naming the job's key when the stages do not fit the model or cluster, or (recompute "auto") nothing

@@ -17,12 +17,12 @@ Result simulate_cgp_pipeline(const Cluster& c, const HybridSpec& spec, const Var
   DP_CHECK(S > 0 && !spec.groups.empty() && steps > 0 && spec.exchange_every > 0, "a CGP of pipelines' inputs");
   Slowness slowness(v, c.size(), seed);
   std::vector<ServerGroup> terms;
-  for (const estimate::HybridGroup& g : spec.groups) {
+  for (const HybridGroup& g : spec.groups) {
     DP_CHECK(g.prediction.stages.size() == S, "a group's prediction of every stage");
     terms.push_back({g.lead_s / 2, g.lead_s / 2 + g.others_s, 0.0, 0.0, spec.exchange_every * spec.group_batch});
   }
   const LocalWork local = [&](size_t i, double t, int64_t step, int64_t& events) {
-    const estimate::HybridGroup& g = spec.groups[i];
+    const HybridGroup& g = spec.groups[i];
     for (int64_t k = 0; k < spec.exchange_every; ++k)
       t += play_minibatch(spec.plan, g.prediction, g.members, slowness.at(step), slowness, events);
     return t;

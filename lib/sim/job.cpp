@@ -10,7 +10,7 @@ Variability job_variability(const Job& job, double noise) { return Variability{n
 
 HybridSpec hybrid_spec(const Job& job, const estimate::HybridTerms& h) {
   HybridSpec spec;
-  spec.plan = h.plan.plan;
+  spec.plan = h.pipeline.result.plan;
   spec.groups = h.groups;
   spec.group_batch = h.group_batch;
   spec.global_batch = job.train.global_batch;

@@ -92,14 +92,14 @@ Result simulate_cgp(const Cluster& c, const cgp::Workload& w, const cgp::Groupin
 Result simulate_pipeline(const Cluster& c, const pipeline::Plan& plan, const pipeline::Prediction& p,
                          int64_t global_batch, const Variability& v, int64_t steps, uint64_t seed);
 
-// CGP of pipelines on the estimate's terms (estimate::HybridGroup: each group's members, in the order the
+// CGP of pipelines on the estimate's terms (HybridGroup: each group's members, in the order the
 // plan's stage ranks index, its model's per-stage times on the group's devices, its exchanges with the
 // stages' shards): each group runs `plan`, exchanging every `exchange_every` mini-batches of
 // `group_batch` samples, the leading stage's exchange then every other stage's, one group at a time,
 // under the runtime's hold at `hold_staleness` (0: none).
 struct HybridSpec {
   pipeline::Plan plan;
-  std::vector<estimate::HybridGroup> groups;
+  std::vector<HybridGroup> groups;
   int64_t group_batch = 0, global_batch = 0, exchange_every = 1, hold_staleness = 0;
 };
 Result simulate_cgp_pipeline(const Cluster& c, const HybridSpec& spec, const Variability& v, int64_t steps,

@@ -2,17 +2,21 @@
 // every device count: the answer is the first count whose largest rank fits the kind's memory, and the
 // count before it does not fit; a kind nothing fits on says so. Also the request's sizes, the roofline
 // times of a known device, what [train] micro_batch and recompute change in both, and CGP of pipelines
-// against its reductions.
+// against its reductions and its plan chosen with its exchanges.
 #define BOOST_TEST_MODULE estimate_fit
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "lib/cluster/cluster.h"
 #include "lib/estimate/estimate.h"
 #include "lib/job/job.h"
+#include "lib/pipeline/profile.h"
 
 using namespace dp;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -229,6 +233,95 @@ BOOST_AUTO_TEST_CASE(cgp_of_pipelines_holds_fast_groups_at_the_staleness_bound) 
   const estimate::Estimate held = predict(job);
   BOOST_TEST(held.staleness <= 2.0 + 1e-9);
   BOOST_TEST(held.samples_per_s == 3 * predict(slow_half).samples_per_s, boost::test_tools::tolerance(1e-3));
+}
+
+// The planner's plan for one group is the fastest pipeline alone; with the groups' exchanges over a slow
+// link between nodes, its cut decides how the exchanges queue at the leading shard. The choice (lib/
+// measure/hybrid_plan.h) is at least as fast as the planner's plan and every cut a job could name, the
+// same plan as strategy "pipeline"'s for one group, and never one that leaves the run's rank 0 (the
+// leading shard's host) out.
+BOOST_AUTO_TEST_CASE(cgp_of_pipelines_cuts_its_stages_for_the_groups_exchanges) {
+  // The slow-link case of tests/bench/strategy_ranking.py: its MLP's blocks as `dptrain profile --layers`
+  // timed them on a CPU (large fixed parts), on devices four times slower.
+  const std::string profile = (fs::temp_directory_path() / "estimate_fit_slow_link.toml").string();
+  std::ofstream(profile) << R"([profile]
+model = "mlp 784-1024-1024-10, 1863690 parameters"
+device = "cpu"
+micro_batch = 16
+input_bytes = 3136
+step_extra_ms = 0.45
+step_extra_fixed_ms = 0.45
+[[block]]
+name = "fc1"
+forward_ms = 0.447
+backward_ms = 0.360
+forward_fixed_ms = 0.164
+backward_fixed_ms = 0.076
+update_ms = 0.604
+output_bytes = 4096
+saved_bytes = 3136
+work_bytes = 0
+param_bytes = 3215360
+[[block]]
+name = "fc2"
+forward_ms = 1.124
+backward_ms = 1.335
+forward_fixed_ms = 0.744
+backward_fixed_ms = 0.534
+update_ms = 0.879
+output_bytes = 4096
+saved_bytes = 4096
+work_bytes = 8192
+param_bytes = 4198400
+[[block]]
+name = "fc3"
+forward_ms = 0.0088
+backward_ms = 0.0140
+forward_fixed_ms = 0.0007
+backward_fixed_ms = 0.0019
+update_ms = 0.0083
+output_bytes = 0
+saved_bytes = 4136
+work_bytes = 8192
+param_bytes = 41000
+)";
+  Job job = load_job(std::string(DPTRAIN_SOURCE_DIR) + "/configs/quickstart.toml",
+                     {"launch.ranks=4", "model.hidden=[1024,1024]", "train.global_batch=64", "cluster.ranks_per_node=2",
+                      "cluster.links.node_gbps=10", "cluster.links.rack_gbps=1", "cluster.speeds=[0.25,0.25,0.25,0.25]",
+                      "parallel.strategy=\"cgp-pipeline\""});
+  const estimate::ModelFacts facts = estimate::model_facts(job);
+  estimate::Timing t;
+  t.profile = pipeline::read_block_profile(profile);
+  fs::remove(profile);
+  auto predict = [&](Job j) { return estimate::estimate_job(j, facts, cluster_from_job(j), t, {}).samples_per_s; };
+  const estimate::HybridTerms chosen = estimate::hybrid_terms(job, facts, cluster_from_job(job), t);
+  BOOST_TEST_MESSAGE("CGP of pipelines over 1 Gbit/s: " << chosen.pipeline.how << ", "
+                                                        << chosen.rates.samples_per_s << " samples/s");
+  BOOST_TEST(chosen.rates.samples_per_s == predict(job), boost::test_tools::tolerance(1e-12));
+  for (const char* stages : {"0-2x2", "0,1-2", "0-1,2", "0-2@0", "0-2@1"}) {
+    Job named = job;
+    named.parallel.pipeline.stages = stages;
+    BOOST_TEST_CONTEXT("stages " << stages) { BOOST_TEST(predict(job) >= predict(named) * (1 - 1e-12)); }
+  }
+  // Here the planner's plan for one group (its stage over both devices of a node) loses to a cut.
+  Job one_group = job;
+  one_group.parallel.strategy = StrategyKind::pipeline;
+  one_group.launch.ranks = 2;
+  one_group.train.global_batch = 32;
+  const auto planners = estimate::estimate_job(one_group, facts, cluster_from_job(one_group), t, {});
+  BOOST_TEST(chosen.pipeline.how.find("exchanges") != std::string::npos);
+  BOOST_TEST(chosen.pipeline.result.plan.stages.size() != planners.pipeline_plan->plan.stages.size());
+  // One group: the pipeline planner's plan as it is.
+  Job alone = job;
+  alone.parallel.cgp.groups = {0, 0, 0, 0};
+  const estimate::HybridTerms single = estimate::hybrid_terms(alone, facts, cluster_from_job(alone), t);
+  BOOST_TEST(single.pipeline.how.find("the planner's (") == 0);
+  // A slow rank 0: the planner leaves it out of its plan for group 0; the choice keeps it in.
+  Job slow_first = job;
+  slow_first.cluster.speeds = {0.1, 0.25, 0.25, 0.25};
+  const estimate::HybridTerms kept = estimate::hybrid_terms(slow_first, facts, cluster_from_job(slow_first), t);
+  BOOST_TEST(kept.leading >= 0);
+  BOOST_TEST(kept.rates.samples_per_s > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_fluctuating_rank_is_charged_step_by_step) {

@@ -34,6 +34,12 @@ void PipelineGroup::build_stage(const pipeline_detail::SharedPlan& shared) {
   const MeterScope scope(meter_);
   const int S = place_.stages(), s = place_.stage;
   stage_comm_ = group_comm_->split(s >= 0 ? s : S + group_place_.local, group_place_.local);
+  // The ranks the plan gives a stage exchange; one it leaves out (the planner may leave a slow device
+  // idle) takes no part.
+  staged_comm_ = group_comm_->split(s >= 0 ? 0 : 1, group_place_.local);
+  const int leader = place_.ranks[size_t(group_place_.leading_stage)][0];
+  for (const std::vector<int>& ranks : place_.ranks)
+    leader_in_staged_ += int(std::count_if(ranks.begin(), ranks.end(), [leader](int r) { return r < leader; }));
   if (s < 0) return;
   MemoryMeter::process().set_role(fmt::format("stage {} of {} in group {}", s, S, group_place_.group));
   pipeline_detail::StageParts parts =
@@ -73,7 +79,7 @@ ExchangeReply PipelineGroup::exchange(ExchangeKind kind, int64_t begin, int64_t 
   };
   double group_loss = 0;
   int32_t stop = 0;
-  for (const Note& n : group_comm_->allgather_value(Note{loss_sum, int32_t(pending_stop_signal())})) {
+  for (const Note& n : staged_comm_->allgather_value(Note{loss_sum, int32_t(pending_stop_signal())})) {
     group_loss += n.loss;
     if (stop == 0) stop = n.stop;
   }
@@ -105,8 +111,7 @@ ExchangeReply PipelineGroup::exchange(ExchangeKind kind, int64_t begin, int64_t 
     next = exchange_slices(*shard_comm_, req, stage_->params(), read_slice_, *stage_comm_, global);
     version_ = next.version;
   }
-  const int from = place_.ranks[size_t(group_place_.leading_stage)][0];  // in the group's ranks
-  group_comm_->broadcast(std::as_writable_bytes(std::span(&next, 1)), from);
+  staged_comm_->broadcast(std::as_writable_bytes(std::span(&next, 1)), leader_in_staged_);
   if (!leading) {
     req.next_begin = next.chunk_begin;
     req.next_count = next.chunk_count;

@@ -4,7 +4,7 @@
 // global model (cgp_exchange.h's protocol over the shard's communicator: the stage's ranks of every
 // group, the shard's host first).
 //
-// An exchange of a group: every rank of the group shares its loss and stop request with the group; the
+// An exchange of a group: every rank of the group with a stage shares its loss and stop request; the
 // members of the leading stage (the stage of the run's rank 0) exchange with the leading shard, which
 // holds the update to the staleness bound and hands out the group's next chunk; the group learns the
 // chunk from its leading stage's first member; then the members of every other stage exchange with
@@ -44,7 +44,7 @@ class PipelineGroup {
                 std::shared_ptr<MemoryMeter> meter);
   ~PipelineGroup();
 
-  // One exchange of the group (every rank of the group; a rank without a stage returns {} at once): the
+  // One exchange of the group (every rank of the group with a stage; one without returns {} at once): the
   // update since the last read (an update), a read or progress only, after the chunk [begin, begin +
   // count) with this rank's loss sum over it. Returns the group's next chunk; after an update or a read
   // the stage holds its shard's global values.
@@ -77,6 +77,8 @@ class PipelineGroup {
   SlowdownEmulator& emulator_;
   std::shared_ptr<MemoryMeter> meter_;
   std::unique_ptr<Communicator> stage_comm_;  // this stage's replicas in the group
+  std::unique_ptr<Communicator> staged_comm_;  // the group's ranks with a stage (all but those the plan leaves out)
+  int leader_in_staged_ = 0;                    // the leading stage's first replica's rank in it
   std::unique_ptr<Stage> stage_;
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<Optimizer> optimizer_;

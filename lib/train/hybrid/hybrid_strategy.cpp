@@ -19,6 +19,7 @@
 #include "lib/cgp/cgp.h"
 #include "lib/cluster/cluster.h"
 #include "lib/core/error.h"
+#include "lib/measure/hybrid_plan.h"
 #include "lib/measure/job_links.h"
 #include "lib/measure/pipeline_plan.h"
 #include "lib/train/checkpoint_shards.h"
@@ -52,19 +53,20 @@ class HybridStrategy final : public Strategy {
     std::vector<int> group0;
     for (int r = 0; r < int(grouping_.size()); ++r)
       if (grouping_[size_t(r)] == 0) group0.push_back(r);
-    const Job gj = pipeline_group_job(in_.job, int(group0.size()));
     const pipeline_detail::TimedBlocks timed =
         pipeline_detail::time_blocks_everywhere(in_.job, in_.comm, in_.model, in_.train_set);
     const pipeline_detail::SharedPlan shared = pipeline_detail::share_rank0_plan(in_.comm, [&] {
       const pipeline::BlockProfile profile =
           in_.job.parallel.pipeline.profile.empty() ? timed.profile : job_layer_profile(in_.job, in_.model);
-      const pipeline::Workload w = job_pipeline_workload(gj, profile);
-      const Cluster cluster = measured_cluster(in_.job, w, timed.step_ms, timed.local_batch).subset(group0);
-      speeds_ = cluster.speeds();
-      const PipelineChoice choice = choose_pipeline_plan(gj, w, cluster);
-      prediction_ = choice.result.prediction;
-      how_ = fmt::format("{} for group 0's devices", choice.how);
-      return choice.result;
+      // Every rank's measured speed: the groups' exchanges are priced with the plan.
+      const Cluster cluster = measured_cluster(
+          in_.job, job_pipeline_workload(pipeline_group_job(in_.job, int(group0.size())), profile), timed.step_ms,
+          timed.local_batch);
+      speeds_ = cluster.subset(group0).speeds();
+      const HybridChoice choice = choose_hybrid_plan(in_.job, profile, cluster);
+      prediction_ = choice.pipeline.result.prediction;
+      how_ = fmt::format("{} for group 0's devices", choice.pipeline.how);
+      return choice.pipeline.result;
     });
     place.leading_stage = pipeline_detail::placement_of(shared, 0).stage;
     if (place.leading_stage < 0)
