@@ -1,8 +1,8 @@
 // Strategy "cgp-pipeline": CGP whose groups are pipelines (HetPipe's structure, with dptrain's CGP
 // exchanges). The ranks form groups (a fixed grouping from [parallel.cgp] groups, else one group per
-// node of [cluster]) of equal size; every group runs the same stages (the pipeline planner's plan for
-// group 0's devices, on the blocks timed on every rank, or [parallel.pipeline] stages, ranks counted
-// within a group), placed alike on its ranks in run order; inside a group a mini-batch is a 1F1B pipeline
+// node of [cluster]) of equal size; every group runs the same stages (a plan for group 0's devices
+// chosen with the groups' exchanges, lib/measure/hybrid_plan.h, on the blocks timed on every rank, or
+// [parallel.pipeline] stages, ranks counted within a group), placed alike on its ranks in run order; inside a group a mini-batch is a 1F1B pipeline
 // exactly as strategy "pipeline" runs it; between groups, CGP's asynchronous exchanges stage by stage.
 // The global model is held in shards, one per stage, each on a thread of group 0's first replica of the
 // stage, so no rank holds more than its stage and its stage's shard (hybrid_group.h says how an exchange
