@@ -97,13 +97,12 @@ HybridChoice choose_hybrid_plan(const Job& job, const pipeline::BlockProfile& pr
   };
   h.pipeline = choose_pipeline_plan(gj, w, first);
   priced(h.pipeline.result, h);
-  const bool alone = h.groups.size() < 2;
-  if (alone || !job.parallel.pipeline.stages.empty() || !(h.rates.samples_per_s > 0)) return h;
   // The planner's cuts at every stage count (each on all of the group's devices), priced with the groups'
   // exchanges. A plan that leaves the run's rank 0 out (the planner's may, for a slow rank 0) has no
-  // leading shard: the run refuses it, so any cut that fits replaces it.
+  // leading shard: the run refuses it, so any cut that fits replaces it, one group or more.
+  const bool alone = h.groups.size() < 2, leaderless = h.leading < 0;
+  if ((alone && !leaderless) || !job.parallel.pipeline.stages.empty() || !(h.rates.samples_per_s > 0)) return h;
   const int most = std::min<int>(int(w.blocks.size()), first.size());
-  const bool leaderless = h.leading < 0;
   const double planners = h.rates.samples_per_s;
   if (leaderless) h.rates.samples_per_s = 0;  // any cut that fits is better
   for (int stages = 1; stages <= most; ++stages) {

@@ -19,6 +19,8 @@
 // is cut decides how the exchanges queue at the leading shard. Without [parallel.pipeline] stages and
 // with more than one group, the planner's plan and its cuts at every stage count (pipeline::
 // stage_count_plan on group 0's devices) are priced for the groups together, and the most samples/s wins.
+// A plan that leaves the run's rank 0 out (the leading shard's host) is never chosen while a cut fits,
+// with one group too.
 #pragma once
 
 #include <cstdint>

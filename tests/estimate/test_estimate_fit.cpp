@@ -322,6 +322,12 @@ param_bytes = 41000
   const estimate::HybridTerms kept = estimate::hybrid_terms(slow_first, facts, cluster_from_job(slow_first), t);
   BOOST_TEST(kept.leading >= 0);
   BOOST_TEST(kept.rates.samples_per_s > 0);
+  Job slow_first_alone = alone;  // one group: its shard too is on rank 0
+  slow_first_alone.cluster.speeds = {0.05, 0.25, 0.25, 0.25};
+  const estimate::HybridTerms kept_alone =
+      estimate::hybrid_terms(slow_first_alone, facts, cluster_from_job(slow_first_alone), t);
+  BOOST_TEST(kept_alone.leading >= 0);
+  BOOST_TEST(kept_alone.rates.samples_per_s > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_fluctuating_rank_is_charged_step_by_step) {
