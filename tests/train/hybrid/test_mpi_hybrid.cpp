@@ -179,7 +179,8 @@ BOOST_AUTO_TEST_CASE(a_rank_the_plan_leaves_out_sits_out_the_exchanges) {
       std::ifstream metrics(dir + "/two/metrics.jsonl");
       int64_t samples = 0;
       for (std::string line; std::getline(metrics, line);)
-        if (const auto at = line.find("\"local_batch\":"); at != std::string::npos) samples += std::stoll(line.substr(at + 14));
+        if (const auto at = line.find("\"local_batch\":"); at != std::string::npos)
+          samples += std::stoll(line.substr(at + 14));
       BOOST_TEST(samples == 2 * 1000);
     }
   }
