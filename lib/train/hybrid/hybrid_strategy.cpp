@@ -6,9 +6,10 @@
 // inside a group a mini-batch is a 1F1B pipeline exactly as strategy "pipeline" runs it; between
 // groups, CGP's asynchronous exchanges stage by stage. The global model is held in shards, one per
 // stage, each on a thread of group 0's first replica of the stage, so no rank holds more than its stage
-// and its stage's shard (hybrid_group.h says how an exchange goes). One group is the pipeline; one stage per group is CGP. Groups are not regrouped while training.
-// Evaluations and checkpoints are of the global model, through group 0 (which takes it from the shards
-// at every pause); a checkpoint holds group 0's optimizer state, which every group resumes from.
+// and its stage's shard (hybrid_group.h says how an exchange goes). One group is the pipeline; one
+// stage per group is CGP. Groups are not regrouped while training. Evaluations and checkpoints are of
+// the global model, through group 0 (which takes it from the shards at every pause); a checkpoint holds
+// group 0's optimizer state, which every group resumes from.
 #include "lib/train/hybrid/hybrid_strategy.h"
 
 #include <fmt/format.h>
