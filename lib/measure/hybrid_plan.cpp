@@ -104,7 +104,7 @@ HybridChoice choose_hybrid_plan(const Job& job, const pipeline::BlockProfile& pr
   if ((alone && !leaderless) || !job.parallel.pipeline.stages.empty() || !(h.rates.samples_per_s > 0)) return h;
   const int most = std::min<int>(int(w.blocks.size()), first.size());
   const double planners = h.rates.samples_per_s;
-  if (leaderless) h.rates.samples_per_s = 0;  // any cut that fits is better
+  double best = leaderless ? 0.0 : planners;  // a leaderless plan: any cut that fits is better
   for (int stages = 1; stages <= most; ++stages) {
     const pipeline::PlanResult cut = pipeline::stage_count_plan(w, first, stages);
     if (cut.plan.stages.empty()) continue;
@@ -112,7 +112,8 @@ HybridChoice choose_hybrid_plan(const Job& job, const pipeline::BlockProfile& pr
     if (!r.feasible) continue;
     HybridChoice candidate;
     priced(r, candidate);
-    if (candidate.leading < 0 || !(candidate.rates.samples_per_s > h.rates.samples_per_s * (1 + 1e-9))) continue;
+    if (candidate.leading < 0 || !(candidate.rates.samples_per_s > best * (1 + 1e-9))) continue;
+    best = candidate.rates.samples_per_s;
     h.pipeline.result = r;
     h.pipeline.warnings.clear();  // it fits: with_job_recompute's feasible
     h.pipeline.how =
@@ -126,7 +127,6 @@ HybridChoice choose_hybrid_plan(const Job& job, const pipeline::BlockProfile& pr
     h.groups = std::move(candidate.groups);
     h.rates = std::move(candidate.rates);
   }
-  if (h.leading < 0) h.rates.samples_per_s = planners;  // none fits: the run refuses the planner's plan
   return h;
 }
 

@@ -34,7 +34,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-
 // The most samples a profile of n samples times its blocks at: four times n, at most the global batch
 // and the data's samples (n itself when that is no more).
 int64_t profile_many_samples(const Job& job, int64_t n, int64_t available) {

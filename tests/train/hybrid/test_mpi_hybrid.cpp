@@ -69,19 +69,46 @@ std::string groups_of(int world, int groups) {
 
 const std::string kHybrid = "parallel.strategy=\"cgp-pipeline\"";
 
+// Strategy "pipeline" and one group of "cgp-pipeline" on the same stages, each in its folder under `dir`.
+struct PipelineAndHybrid {
+  dp::RunResult piped, hybrid;
+};
+PipelineAndHybrid as_pipeline_and_one_group(dp::Communicator& world, const std::string& dir, const std::string& stages,
+                                            int micro_batches) {
+  const std::vector<std::string> pipe = {"parallel.pipeline.stages=" + stages,
+                                         "parallel.pipeline.micro_batches=" + std::to_string(micro_batches),
+                                         "parallel.pipeline.recompute=none"};
+  std::vector<std::string> as_pipeline = pipe, as_hybrid = pipe;
+  as_pipeline.push_back("parallel.strategy=pipeline");
+  as_hybrid.insert(as_hybrid.end(), {kHybrid, groups_of(world.size(), 1)});
+  PipelineAndHybrid out;
+  out.piped = run(world, dir + "/pipeline", as_pipeline);
+  out.hybrid = run(world, dir + "/hybrid", as_hybrid);
+  return out;
+}
+
+// The samples of every metrics line of a run (its `local_batch`es), and how many lines are group 1's.
+struct MetricsCount {
+  int64_t samples = 0;
+  int group_lines = 0;
+};
+MetricsCount count_metrics(const std::string& path) {
+  std::ifstream metrics(path);
+  MetricsCount c;
+  for (std::string line; std::getline(metrics, line);) {
+    c.group_lines += line.find("\"group\":1") != std::string::npos;
+    if (const auto at = line.find("\"local_batch\":"); at != std::string::npos) c.samples += std::stoll(line.substr(at + 14));
+  }
+  return c;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(one_group_is_the_pipeline) {
   auto world = dp::mpi_world();
   const std::string dir = shared_scratch(*world, "hybrid-one-group");
   const std::string stages = world->size() == 2 ? "\"0-1,2-3\"" : "\"0,1,2,3\"";
-  const std::vector<std::string> pipe = {"parallel.pipeline.stages=" + stages, "parallel.pipeline.micro_batches=4",
-                                         "parallel.pipeline.recompute=none"};
-  std::vector<std::string> as_pipeline = pipe, as_hybrid = pipe;
-  as_pipeline.push_back("parallel.strategy=pipeline");
-  as_hybrid.insert(as_hybrid.end(), {kHybrid, groups_of(world->size(), 1)});
-  const auto piped = run(*world, dir + "/pipeline", as_pipeline);
-  const auto hybrid = run(*world, dir + "/hybrid", as_hybrid);
+  const auto [piped, hybrid] = as_pipeline_and_one_group(*world, dir, stages, 4);
   if (world->rank() == 0) {
     BOOST_TEST(hybrid.losses.size() == size_t(2 * 16));
     const double worst = max_relative_difference(hybrid.losses, piped.losses);
@@ -136,15 +163,9 @@ BOOST_AUTO_TEST_CASE(groups_of_pipelines_reproduce_learn_and_resume) {
     // Group 1 resumes with group 0's optimizer state: close to the uninterrupted run, not equal.
     BOOST_TEST(std::abs(resumed.summary.test_loss - a.summary.test_loss) < 0.05 * a.summary.test_loss);
     // metrics.jsonl: the leading stage's members' lines carry every sample of every epoch, once.
-    std::ifstream metrics(dir + "/a/metrics.jsonl");
-    int group_lines = 0;
-    int64_t samples = 0;
-    for (std::string line; std::getline(metrics, line);) {
-      group_lines += line.find("\"group\":1") != std::string::npos;
-      if (const auto at = line.find("\"local_batch\":"); at != std::string::npos) samples += std::stoll(line.substr(at + 14));
-    }
-    BOOST_TEST(group_lines > 0);
-    BOOST_TEST(samples == 2 * 1000);
+    const MetricsCount counted = count_metrics(dir + "/a/metrics.jsonl");
+    BOOST_TEST(counted.group_lines > 0);
+    BOOST_TEST(counted.samples == 2 * 1000);
   }
   world->barrier();
   if (world->rank() == 0) fs::remove_all(dir);
@@ -158,13 +179,7 @@ BOOST_AUTO_TEST_CASE(a_rank_the_plan_leaves_out_sits_out_the_exchanges) {
   auto world = dp::mpi_world();
   const std::string dir = shared_scratch(*world, "hybrid-idle");
   const std::string stages = world->size() == 2 ? "\"0-3@0\"" : "\"0-1@0,2-3@1\"";
-  const std::vector<std::string> pipe = {"parallel.pipeline.stages=" + stages, "parallel.pipeline.micro_batches=2",
-                                         "parallel.pipeline.recompute=none"};
-  std::vector<std::string> as_pipeline = pipe, as_hybrid = pipe;
-  as_pipeline.push_back("parallel.strategy=pipeline");
-  as_hybrid.insert(as_hybrid.end(), {kHybrid, groups_of(world->size(), 1)});
-  const auto piped = run(*world, dir + "/pipeline", as_pipeline);
-  const auto hybrid = run(*world, dir + "/hybrid", as_hybrid);
+  const auto [piped, hybrid] = as_pipeline_and_one_group(*world, dir, stages, 2);
   if (world->rank() == 0) {
     BOOST_TEST(hybrid.losses.size() == size_t(2 * 16));
     BOOST_TEST(max_relative_difference(hybrid.losses, piped.losses) < 1e-5);
@@ -176,12 +191,7 @@ BOOST_AUTO_TEST_CASE(a_rank_the_plan_leaves_out_sits_out_the_exchanges) {
     if (world->rank() == 0) {
       BOOST_TEST(idle.losses.size() == size_t(2 * 16));
       BOOST_TEST(idle.losses.back() < 0.7 * idle.losses.front());
-      std::ifstream metrics(dir + "/two/metrics.jsonl");
-      int64_t samples = 0;
-      for (std::string line; std::getline(metrics, line);)
-        if (const auto at = line.find("\"local_batch\":"); at != std::string::npos)
-          samples += std::stoll(line.substr(at + 14));
-      BOOST_TEST(samples == 2 * 1000);
+      BOOST_TEST(count_metrics(dir + "/two/metrics.jsonl").samples == 2 * 1000);
     }
   }
   world->barrier();
