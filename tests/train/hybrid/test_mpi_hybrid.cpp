@@ -97,7 +97,8 @@ MetricsCount count_metrics(const std::string& path) {
   MetricsCount c;
   for (std::string line; std::getline(metrics, line);) {
     c.group_lines += line.find("\"group\":1") != std::string::npos;
-    if (const auto at = line.find("\"local_batch\":"); at != std::string::npos) c.samples += std::stoll(line.substr(at + 14));
+    if (const auto at = line.find("\"local_batch\":"); at != std::string::npos)
+      c.samples += std::stoll(line.substr(at + 14));
   }
   return c;
 }
